@@ -1,0 +1,45 @@
+# MemoryHub: `make run` serves it, `make test` checks everything. Both set up a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PORT ?= 8000
+
+.PHONY: run test install lint check bench bench-recall stop-db clean
+
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "MemoryHub needs Python >= 3.11; set PYTHON=python3.11")'
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	PORT=$(PORT) bash deploy/run-dev.sh
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+check: $(STAMP)
+	DEBUG=1 $(PY) manage.py check
+	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
+
+test: $(STAMP) lint check
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) -m deploy.bench_api $(BENCH_ARGS)
+
+bench-recall: $(STAMP)
+	$(PY) -m deploy.bench_recall $(BENCH_ARGS)
+
+stop-db: $(STAMP)
+	$(PY) -c 'from pathlib import Path; import os; from memoryhub.embedded_db import stop_cluster; stop_cluster(Path(os.environ.get("MEMORYHUB_DATA_DIR", "var")).resolve())'
+
+clean: stop-db
+	rm -rf var

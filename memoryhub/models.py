@@ -1,0 +1,200 @@
+"""The memory domain: end users, profiles, documents, passages for recall, and events.
+
+Every table here is tenant-owned: a ``tenant_id`` column, RLS, and indexes and unique
+constraints that begin with ``tenant_id`` (so the schema can be distributed by tenant).
+Foreign keys to other tenant-owned rows carry ``db_index=False`` for the same reason; the
+composite indexes below cover their lookups.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from pgvector.django import HalfVectorField
+
+from tenants.managers import TenantOwned
+from tenants.rls import TenantRowLevelSecurity
+
+EMBEDDING_DIMENSION = 384  # fixed per deployment; a change needs a migration and `reembed`
+
+
+class Scope(models.TextChoices):
+    SESSION = "session"
+    PROFILE = "profile"
+    GLOBAL = "global"
+
+
+class Actor(models.TextChoices):
+    ASSISTANT = "assistant"  # the memory tool
+    USER = "user"  # the person, on the web pages
+    APP = "app"  # the tenant's application, through the documents API
+
+
+class EndUser(TenantOwned):
+    """A person in a tenant's app, known by the app's own identifier."""
+
+    user_id = models.CharField(max_length=128)
+    memory_enabled = models.BooleanField(default=True)
+    account = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="end_users", db_index=False,
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "user_id"], name="enduser_unique_user_id"),
+            TenantRowLevelSecurity(
+                name="enduser_rls",
+                # A signed-in account finds the end users linked to it, in any tenant.
+                extra_using="account_id = NULLIF(current_setting('app.web_user_id', true), '')::bigint",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.user_id
+
+
+class Profile(TenantOwned):
+    name = models.CharField(max_length=64)
+    disabled = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="profile_unique_name"),
+            TenantRowLevelSecurity(name="profile_rls"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class MemoryDocument(TenantOwned):
+    end_user = models.ForeignKey(
+        EndUser, on_delete=models.CASCADE, related_name="documents", db_index=False
+    )
+    scope = models.CharField(max_length=16, choices=Scope.choices)
+    scope_key = models.CharField(max_length=128, blank=True, default="")  # "" for global
+    path = models.CharField(max_length=255)  # canonical form, without the /memories prefix
+    description = models.CharField(max_length=200, blank=True, default="")
+    content = models.TextField(blank=True, default="")
+    bytes = models.PositiveIntegerField(default=0)
+    version = models.PositiveIntegerField(default=1)
+    updated_by = models.CharField(max_length=16, choices=Actor.choices)
+    confidence = models.FloatField(default=1.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "end_user", "scope", "scope_key", "path"],
+                name="document_unique_path",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0) & models.Q(confidence__lte=1),
+                name="document_confidence_range",
+            ),
+            TenantRowLevelSecurity(name="document_rls"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["tenant", "end_user", "-updated_at"], name="document_user_recent"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope}:{self.scope_key}:{self.path}"
+
+
+class Passage(TenantOwned):
+    """A chunk of a document for recall: lexical index at once, vector once a worker embeds it.
+
+    ``end_user``, ``scope`` and ``scope_key`` are copied from the document so that recall can
+    filter by a B-tree index before ordering by distance, with no join.
+    """
+
+    document = models.ForeignKey(
+        MemoryDocument, on_delete=models.CASCADE, related_name="passages", db_index=False
+    )
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+", db_index=False)
+    scope = models.CharField(max_length=16, choices=Scope.choices)
+    scope_key = models.CharField(max_length=128, blank=True, default="")
+    document_version = models.PositiveIntegerField()
+    ordinal = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    text = models.TextField()
+    search = SearchVectorField(null=True)
+    embedding = HalfVectorField(dimensions=EMBEDDING_DIMENSION, null=True)
+    embedding_provider = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "document", "ordinal"], name="passage_unique_ordinal"
+            ),
+            TenantRowLevelSecurity(name="passage_rls"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "end_user", "scope", "scope_key"], name="passage_visible"),
+            models.Index(fields=["tenant", "document"], name="passage_document"),
+        ]
+
+
+class EventType(models.TextChoices):
+    CHANGED = "memory.changed"
+    PRESSURE = "memory.pressure"
+
+
+class MemoryEvent(TenantOwned):
+    """An entry of the tenant's event feed; ``id`` is the cursor.
+
+    ``user_id`` is the end user's identifier as text, not a foreign key: the feed keeps
+    telling what happened after the person is forgotten (it holds paths, never content).
+    """
+
+    type = models.CharField(max_length=32, choices=EventType.choices)
+    user_id = models.CharField(max_length=128, blank=True, default="")
+    actor = models.CharField(max_length=16, choices=Actor.choices)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [TenantRowLevelSecurity(name="event_rls")]
+        indexes = [models.Index(fields=["tenant", "id"], name="event_tenant_cursor")]
+
+
+class WriteTally(TenantOwned):
+    """Counts writes per turn (or per minute window) for the ``max_writes_per_turn`` limit."""
+
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+", db_index=False)
+    key = models.CharField(max_length=200)  # "turn:<turn_id>" or "window:<session>:<minute>"
+    count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "end_user", "key"], name="tally_unique_key"),
+            TenantRowLevelSecurity(name="tally_rls"),
+        ]
+
+
+class PortalLink(TenantOwned):
+    """A one-time sign-in link for one end user's memory page; the token is signed, this row
+    makes it single-use."""
+
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+", db_index=False)
+    nonce = models.CharField(max_length=64)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "nonce"], name="portallink_unique_nonce"),
+            TenantRowLevelSecurity(name="portallink_rls"),
+        ]

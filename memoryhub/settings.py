@@ -1,0 +1,300 @@
+"""Settings, read from the environment with safe development defaults.
+
+Every variable is documented in README.md ("Configuration").
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import warnings
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+DEBUG = env_bool("DEBUG", False)
+TESTING = "pytest" in sys.modules
+DATA_DIR = Path(os.environ.get("MEMORYHUB_DATA_DIR") or BASE_DIR / "var").resolve()
+
+
+def _secret_key() -> str:
+    """SECRET_KEY from the environment; in development, generated once into the data dir."""
+    key = os.environ.get("SECRET_KEY")
+    if key:
+        return key
+    if not DEBUG and not TESTING and os.environ.get("MEMORYHUB_ALLOW_GENERATED_SECRET") != "1":
+        raise RuntimeError(
+            "SECRET_KEY is not set. Set it in the environment (or DEBUG=1 for development)."
+        )
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "template_partials",
+    "allauth",
+    "allauth.account",
+    "allauth.mfa",
+    "tenants",
+    "memoryhub",
+    "api",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+]
+
+ROOT_URLCONF = "memoryhub.urls"
+WSGI_APPLICATION = "memoryhub.wsgi.application"
+ASGI_APPLICATION = "memoryhub.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+# "default" is the application's role (RLS applies to it); "migrate" is the owner role that
+# only the migrate command uses. See memoryhub/embedded_db.py for why there are two.
+
+
+def _db_from_url(url: str) -> dict:
+    parsed = urlparse(url)
+    if parsed.scheme not in {"postgres", "postgresql"}:
+        raise RuntimeError(f"DATABASE_URL must be a postgresql:// URL, got {parsed.scheme!r}")
+    query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+    return {
+        "NAME": unquote(parsed.path.lstrip("/")),
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": query.pop("host", None) or parsed.hostname or "",
+        "PORT": str(parsed.port or ""),
+        "OPTIONS": query,
+    }
+
+
+def _database_settings() -> tuple[dict, dict, dict | None]:
+    """Return (app, owner, embedded-cluster info or None)."""
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        app = _db_from_url(url)
+        owner = _db_from_url(os.environ.get("MIGRATE_DATABASE_URL") or url)
+        return app, owner, None
+    from memoryhub import embedded_db
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        cluster = embedded_db.ensure_cluster(DATA_DIR)
+    name = os.environ.get("MEMORYHUB_DB_NAME", "memoryhub")
+    embedded_db.ensure_database(cluster, name)
+    base = {"NAME": name, "HOST": cluster.socket_dir, "PORT": str(cluster.port), "PASSWORD": ""}
+    return (
+        {**base, "USER": embedded_db.APP_ROLE, "OPTIONS": {}},
+        {**base, "USER": embedded_db.OWNER_ROLE, "OPTIONS": {}},
+        {"socket_dir": cluster.socket_dir, "port": cluster.port},
+    )
+
+
+_app_db, _owner_db, EMBEDDED_POSTGRES = _database_settings()
+DB_POOL = env_bool("DB_POOL", not TESTING)
+_pool_options = {"pool": {"min_size": 2, "max_size": 20, "timeout": 10}} if DB_POOL else {}
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.postgresql",
+        **_app_db,
+        "OPTIONS": {**_app_db["OPTIONS"], **_pool_options},
+        "CONN_MAX_AGE": 0 if DB_POOL else 60,
+        "CONN_HEALTH_CHECKS": not DB_POOL,
+        "TEST": {"NAME": "test_" + _app_db["NAME"]},
+    },
+    "migrate": {
+        "ENGINE": "django.db.backends.postgresql",
+        **_owner_db,
+        "CONN_MAX_AGE": 0,
+        "TEST": {"NAME": "test_" + _app_db["NAME"]},
+    },
+}
+DATABASE_ROUTERS = ["memoryhub.routers.MigrateOnOwnerRouter"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Cache, sessions -------------------------------------------------------------------------
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
+
+# --- Auth --------------------------------------------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "account_login"
+LOGIN_REDIRECT_URL = "/"
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_RATE_LIMITS = {"login_failed": "10/m/ip,5/5m/key"}
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "memoryhub@localhost")
+
+# --- I18N, static --------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG or TESTING
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG or TESTING
+
+# The request body limit of the API contract: bodies over 1 MiB are refused with 413.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+
+# --- DRF -------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasMemoryPermission"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "MemoryHub API",
+    "DESCRIPTION": "Long-term memory for AI assistants: the agent-facing API v1.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Celery ----------------------------------------------------------------------------------
+# Without a broker URL the worker uses kombu's filesystem transport under the data directory,
+# so `make run` needs no server; production and tests use Redis.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
+_celery_fs_dir = DATA_DIR / "celery-broker"
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {
+        "data_folder_in": str(_celery_fs_dir / "out"),
+        "data_folder_out": str(_celery_fs_dir / "out"),
+        "processed_folder": str(_celery_fs_dir / "processed"),
+    }
+    if CELERY_BROKER_URL.startswith("filesystem")
+    else {}
+)
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+
+# --- MemoryHub -------------------------------------------------------------------------------
+MEMORYHUB_EMBEDDINGS = {
+    "provider": os.environ.get("EMBEDDINGS_PROVIDER", "hashing"),
+    "dimension": int(os.environ.get("EMBEDDINGS_DIMENSION", "384")),
+    "url": os.environ.get("EMBEDDINGS_URL", ""),
+    "api_key": os.environ.get("EMBEDDINGS_API_KEY", ""),
+    "model": os.environ.get("EMBEDDINGS_MODEL", ""),
+    "model_path": os.environ.get("EMBEDDINGS_MODEL_PATH", ""),
+    "timeout": float(os.environ.get("EMBEDDINGS_TIMEOUT", "10")),
+    "batch_size": int(os.environ.get("EMBEDDINGS_BATCH_SIZE", "64")),
+    "max_retries": int(os.environ.get("EMBEDDINGS_MAX_RETRIES", "3")),
+}
+PORTAL_LINK_MAX_AGE = int(os.environ.get("PORTAL_LINK_MAX_AGE", "600"))
+
+# --- Security --------------------------------------------------------------------------------
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the cookie-less meta tag instead
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+if not DEBUG and not TESTING:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}

@@ -1,0 +1,88 @@
+"""The current tenant, for the ORM and for PostgreSQL.
+
+Contract:
+- :func:`tenant_context` is the only way to act for a tenant. It sets a ContextVar (read by
+  the fail-closed managers) and, inside one transaction, the PostgreSQL setting
+  ``app.tenant_id`` with ``set_config(..., true)``: transaction-local, so a pooled connection
+  can never carry one tenant's setting into another request. On exit the previous value is
+  restored, which matters when the block runs inside an outer transaction (tests, nested
+  service calls).
+- With no tenant set, the managers raise :class:`TenantNotSet` and RLS policies match no row.
+- Code that must see several tenants says so by name: ``unscoped_objects`` managers, and
+  :func:`web_user_context` for a signed-in account's own memberships.
+
+Known holes: raw SQL that sets ``app.tenant_id`` itself bypasses the ContextVar (grep for
+``app.tenant_id``); the Tenant table itself is platform data and has no RLS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from django.db import connections, transaction
+
+TENANT_SETTING = "app.tenant_id"
+WEB_USER_SETTING = "app.web_user_id"
+
+_current_tenant: ContextVar[int | None] = ContextVar("memoryhub_tenant", default=None)
+
+
+class TenantNotSet(RuntimeError):
+    """A tenant-owned model was queried with no tenant in context."""
+
+
+def current_tenant_id() -> int:
+    tenant_id = _current_tenant.get()
+    if tenant_id is None:
+        raise TenantNotSet(
+            "No tenant is set. Wrap the code in tenants.context.tenant_context(tenant_id), "
+            "or use an explicitly cross-tenant manager (unscoped_objects)."
+        )
+    return tenant_id
+
+
+def current_tenant_id_or_none() -> int | None:
+    return _current_tenant.get()
+
+
+@contextmanager
+def _local_setting(name: str, value: str, using: str) -> Iterator[None]:
+    """Set a transaction-local setting for the block, then put back what was there."""
+    connection = connections[using]
+    with transaction.atomic(using=using):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_setting(%s, true), set_config(%s, %s, true)", [name, name, value]
+            )
+            previous = cursor.fetchone()[0] or ""
+        try:
+            yield
+        finally:
+            if not connection.needs_rollback:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT set_config(%s, %s, true)", [name, previous])
+
+
+@contextmanager
+def tenant_context(tenant_id: int, *, using: str = "default") -> Iterator[None]:
+    """Run the block as ``tenant_id``, in a transaction (a savepoint if one is open)."""
+    if not isinstance(tenant_id, int) or isinstance(tenant_id, bool):
+        raise TypeError("tenant_id must be an int")
+    outer = _current_tenant.get()
+    if outer is not None and outer != tenant_id:
+        raise RuntimeError("tenant_context cannot switch tenants inside another tenant's block")
+    token = _current_tenant.set(tenant_id)
+    try:
+        with _local_setting(TENANT_SETTING, str(tenant_id), using):
+            yield
+    finally:
+        _current_tenant.reset(token)
+
+
+@contextmanager
+def web_user_context(user_id: int, *, using: str = "default") -> Iterator[None]:
+    """Make a signed-in account's own memberships visible across tenants (tenant picker)."""
+    with _local_setting(WEB_USER_SETTING, str(user_id), using):
+        yield

@@ -1,0 +1,35 @@
+"""``manage.py create_api_key SLUG --permissions memory,admin``: prints JSON with ``api_key``."""
+
+from __future__ import annotations
+
+import json
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from tenants.models import Tenant
+from tenants.services import api_key_create
+
+
+class Command(BaseCommand):
+    help = "Create an API key for a tenant and print it (once) as JSON."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("slug")
+        parser.add_argument("--permissions", default="memory",
+                            help="Comma-separated: memory, admin (default: memory).")
+        parser.add_argument("--name", default="cli")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tenant = Tenant.objects.filter(slug=options["slug"]).first()
+        if tenant is None:
+            raise CommandError(f"No tenant {options['slug']!r}. Create it with create_tenant.")
+        permissions = [p.strip() for p in options["permissions"].split(",") if p.strip()]
+        try:
+            key = api_key_create(tenant=tenant, name=options["name"], permissions=permissions)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(json.dumps({
+            "tenant": tenant.slug, "api_key": key.plaintext, "permissions": key.api_key.permissions,
+        }))

@@ -1,0 +1,46 @@
+"""``manage.py create_tenant SLUG``: a tenant, optionally its owner, and a memory+admin key."""
+
+from __future__ import annotations
+
+import json
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.core.validators import validate_slug
+from django.db import IntegrityError
+
+from tenants.models import Tenant
+from tenants.services import api_key_create, tenant_create
+
+
+class Command(BaseCommand):
+    help = "Create a tenant and print JSON with the tenant and an API key (memory, admin)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("slug")
+        parser.add_argument("--name", default="")
+        parser.add_argument("--owner-email")
+        parser.add_argument("--owner-password")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        slug = options["slug"]
+        try:
+            validate_slug(slug)
+        except Exception as exc:
+            raise CommandError(f"Invalid slug {slug!r}: use letters, digits, - and _.") from exc
+        if Tenant.objects.filter(slug=slug).exists():
+            raise CommandError(f"Tenant {slug!r} already exists; use create_api_key for a new key.")
+        try:
+            tenant = tenant_create(
+                slug=slug, name=options["name"], owner_email=options["owner_email"],
+                owner_password=options["owner_password"],
+            )
+        except IntegrityError as exc:
+            raise CommandError(f"Could not create tenant {slug!r}: {exc}") from exc
+        key = api_key_create(tenant=tenant, name="default", permissions=["memory", "admin"])
+        self.stdout.write(json.dumps({
+            "tenant": {"id": tenant.id, "slug": tenant.slug, "name": tenant.name},
+            "api_key": key.plaintext,
+            "owner_email": options["owner_email"],
+        }))

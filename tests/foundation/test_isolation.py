@@ -1,0 +1,131 @@
+"""Tenant isolation, enforced twice: fail-closed managers and PostgreSQL row-level security."""
+
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.db import connection
+
+from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Profile
+from tenants.context import TenantNotSet, tenant_context
+from tenants.managers import TenantOwned
+from tenants.models import ApiKey
+
+
+def tenant_owned_tables() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT c.table_name FROM information_schema.columns c
+               JOIN information_schema.tables t USING (table_schema, table_name)
+               WHERE c.table_schema = 'public' AND c.column_name = 'tenant_id'
+                 AND t.table_type = 'BASE TABLE' ORDER BY 1"""
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def seed(kit, user_id: str = "alice") -> None:
+    with tenant_context(kit.tenant.id):
+        end_user = EndUser.objects.create(tenant=kit.tenant, user_id=user_id)
+        MemoryDocument.objects.create(
+            tenant=kit.tenant, end_user=end_user, scope="global", path="/a.md",
+            content="x", bytes=1, updated_by="app",
+        )
+        Profile.objects.create(tenant=kit.tenant, name="cooking")
+        MemoryEvent.objects.create(tenant=kit.tenant, type="memory.changed", actor="app")
+
+
+def test_every_tenant_owned_table_has_forced_rls_and_a_policy(db) -> None:
+    tables = tenant_owned_tables()
+    models = {m._meta.db_table for m in apps.get_models() if issubclass(m, TenantOwned)}
+    assert models <= set(tables), "every TenantOwned model has a tenant_id table"
+    assert len(tables) >= 9
+    with connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(
+                """SELECT relrowsecurity, relforcerowsecurity,
+                          (SELECT count(*) FROM pg_policies WHERE tablename = %s)
+                   FROM pg_class WHERE relname = %s AND relnamespace = 'public'::regnamespace""",
+                [table, table],
+            )
+            enabled, forced, policies = cursor.fetchone()
+            assert (enabled, forced, policies >= 1) == (True, True, True), table
+
+
+def test_runtime_role_is_not_superuser_bypassrls_nor_owner(db) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        assert cursor.fetchone() == (False, False)
+        cursor.execute(
+            """SELECT count(*) FROM pg_tables
+               WHERE schemaname = 'public' AND tableowner = current_user"""
+        )
+        assert cursor.fetchone()[0] == 0
+        cursor.execute("SELECT session_user = current_user")
+        assert cursor.fetchone()[0] is True
+
+
+def test_every_unique_constraint_and_index_on_tenant_tables_begins_with_tenant_id(db) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT t.relname, i.relname, a.attname
+               FROM pg_index x
+               JOIN pg_class t ON t.oid = x.indrelid
+               JOIN pg_class i ON i.oid = x.indexrelid
+               LEFT JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0]
+               WHERE t.relnamespace = 'public'::regnamespace AND t.relname = ANY(%s)
+                 AND NOT x.indisprimary""",
+            [tenant_owned_tables()],
+        )
+        offenders = [(t, i) for t, i, first in cursor.fetchall() if first != "tenant_id"]
+    assert offenders == []
+
+
+def test_raw_sql_sees_no_tenant_row_without_a_tenant(acme, globex) -> None:
+    seed(acme)
+    seed(globex, "bob")
+    with connection.cursor() as cursor:
+        for table in tenant_owned_tables():
+            cursor.execute(f'SELECT count(*) FROM "{table}"')  # noqa: S608 - names from catalog
+            assert cursor.fetchone()[0] == 0, table
+    with tenant_context(acme.tenant.id), connection.cursor() as cursor:
+        cursor.execute('SELECT count(*) FROM "memoryhub_memorydocument"')
+        assert cursor.fetchone()[0] == 1
+        cursor.execute('SELECT count(*) FROM "tenants_apikey"')
+        assert cursor.fetchone()[0] == 2  # acme's own two keys, not globex's
+
+
+def test_rls_refuses_writing_a_row_for_another_tenant(acme, globex) -> None:
+    from django.db import DatabaseError, transaction
+
+    with tenant_context(acme.tenant.id), pytest.raises(DatabaseError), transaction.atomic():
+        EndUser.objects.create(tenant=globex.tenant, user_id="intruder")
+
+
+def test_default_manager_fails_closed_without_a_tenant(db) -> None:
+    for model in (EndUser, MemoryDocument, ApiKey, MemoryEvent):
+        with pytest.raises(TenantNotSet):
+            model.objects.all()
+
+
+def test_manager_filters_by_the_current_tenant(acme, globex) -> None:
+    seed(acme)
+    seed(globex, "bob")
+    with tenant_context(globex.tenant.id):
+        assert list(EndUser.objects.values_list("user_id", flat=True)) == ["bob"]
+        # Even the explicitly cross-tenant manager cannot see past RLS.
+        assert EndUser.unscoped_objects.count() == 1
+
+
+def test_tenant_setting_does_not_outlive_the_block(acme) -> None:
+    seed(acme)
+    with tenant_context(acme.tenant.id):
+        pass
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM memoryhub_enduser")
+        assert cursor.fetchone()[0] == 0
+
+
+def test_cannot_switch_tenant_inside_another(acme, globex) -> None:
+    with tenant_context(acme.tenant.id), pytest.raises(RuntimeError):
+        with tenant_context(globex.tenant.id):
+            pass
