@@ -13,12 +13,14 @@ from typing import Any
 
 from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase
+from django.utils.functional import cached_property
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import ApiPrincipal
 from tenants.context import tenant_context
+from tenants.models import Tenant
 
 
 class TenantAPIView(APIView):
@@ -31,6 +33,11 @@ class TenantAPIView(APIView):
     @property
     def tenant_id(self) -> int:
         return self.principal.tenant_id
+
+    @cached_property
+    def tenant(self) -> Tenant:
+        """Loaded once per request, so an admin's change to limits applies to the next one."""
+        return Tenant.objects.get(pk=self.tenant_id)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -45,7 +46,12 @@ def _message(detail: Any) -> str:
     return str(detail)
 
 
+TOO_LARGE_MESSAGE = "The request body is over 1 MiB. Send less at a time."
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, RequestDataTooBig):  # chunked bodies have no Content-Length to check
+        return Response(error_body("request_too_large", TOO_LARGE_MESSAGE), status=413)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")
     response = drf_exception_handler(exc, context)
@@ -58,10 +64,3 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     message = _message(exc.detail) if isinstance(exc, exceptions.APIException) else str(exc)
     response.data = error_body(code, message)
     return response
-
-
-def too_large_response() -> Response:
-    return Response(
-        error_body("request_too_large", "The request body is over 1 MiB. Send less at a time."),
-        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-    )

@@ -56,7 +56,7 @@ class TenantView(TenantAPIView):
 
     @extend_schema(responses=TenantSerializer, summary="Show the tenant's settings")
     def get(self, request: Request) -> Response:
-        return Response(tenant_representation(Tenant.objects.get(pk=self.tenant_id)))
+        return Response(tenant_representation(self.tenant))
 
     @extend_schema(request=TenantSerializer, responses=TenantSerializer,
                    summary="Change the tenant's settings (applies at once)")

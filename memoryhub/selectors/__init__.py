@@ -1,0 +1,1 @@
+"""Reads of the memory domain, one module per subject."""
