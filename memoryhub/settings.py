@@ -79,6 +79,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "api.middleware.ApiBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -245,6 +246,9 @@ SPECTACULAR_SETTINGS = {
 # so `make run` needs no server; production and tests use Redis.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
 _celery_fs_dir = DATA_DIR / "celery-broker"
+if CELERY_BROKER_URL.startswith("filesystem"):
+    for _folder in ("out", "processed"):
+        (_celery_fs_dir / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(_celery_fs_dir / "out"),
