@@ -1,0 +1,139 @@
+"""``make bench``: a mixed agent workload over HTTP against gunicorn; prints rps and latencies.
+
+Concurrent client processes (each one keep-alive connection) run for a fixed time against a
+production-style server (gunicorn, gthread, psycopg pool, DEBUG off) on a benchmark database.
+Each client plays agents for several end users: index, view, create, str_replace, and
+documents GET. Latencies are measured at the client, so they include HTTP and the client's
+own overhead on the same two cores: the server-side figures are lower.
+
+    python -m deploy.bench_api [--seconds 20] [--clients 4] [--users 40] [--workers 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import random
+import time
+from collections import defaultdict
+
+import httpx
+
+from deploy.benchserver import bench_env, create_tenant, gunicorn, manage, percentile
+
+OPS = {  # operation -> weight in the mix
+    "index": 30,
+    "view": 25,
+    "documents_get": 15,
+    "str_replace": 20,
+    "create": 10,
+}
+READS = {"index", "view", "documents_get"}
+
+
+def seed(base: str, key: str, users: int, docs_per_user: int) -> None:
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+        for u in range(users):
+            for d in range(docs_per_user):
+                body = {"command": "create", "path": f"/memories/notes/n{d}.md",
+                        "file_text": "".join(f"line {i} counter=0\n" for i in range(20)),
+                        "session_id": f"s{u}"}
+                response = client.post(f"/api/v1/users/user{u}/memory", json=body)
+                response.raise_for_status()
+
+
+def one_request(client: httpx.Client, op: str, user: int, rng: random.Random, tag: str) -> None:
+    url = f"/api/v1/users/user{user}"
+    doc = f"/memories/notes/n{rng.randrange(5)}.md"
+    if op == "index":
+        response = client.get(f"{url}/memory/index", params={"session_id": f"s{user}"})
+    elif op == "view":
+        response = client.post(f"{url}/memory", json={"command": "view", "path": doc})
+    elif op == "documents_get":
+        response = client.get(f"{url}/documents/global/notes/n{rng.randrange(5)}.md")
+    elif op == "str_replace":
+        line = rng.randrange(20)
+        response = client.post(f"{url}/memory", json={
+            "command": "str_replace", "path": doc, "old_str": f"line {line} ",
+            "new_str": f"line {line} ", "turn_id": f"{tag}-{rng.random()}"})
+    else:
+        response = client.post(f"{url}/memory", json={
+            "command": "create", "path": f"/memories/scratch/{tag}-{rng.random()}.md",
+            "file_text": "a new note\n", "session_id": f"s{user}", "scope": "session"})
+    if response.status_code != 200 or (op != "documents_get" and response.json().get("is_error")):
+        raise RuntimeError(f"{op}: {response.status_code} {response.text[:200]}")
+
+
+def client_loop(base: str, key: str, users: list[int], seconds: float, seed_: int, out: mp.Queue) -> None:
+    rng = random.Random(seed_)
+    names, weights = zip(*OPS.items(), strict=True)
+    latencies: dict[str, list[float]] = defaultdict(list)
+    errors: dict[str, int] = defaultdict(int)
+    tag = f"c{seed_}"
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=30) as client:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            op = rng.choices(names, weights)[0]
+            started = time.perf_counter()
+            try:
+                one_request(client, op, rng.choice(users), rng, tag)
+            except Exception:  # noqa: BLE001 - counted and reported
+                errors[op] += 1
+                continue
+            latencies[op].append((time.perf_counter() - started) * 1000)
+    out.put((dict(latencies), dict(errors)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--users", type=int, default=40)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+
+    env = bench_env("bench_api")
+    manage(env, "migrate", "--no-input")
+    key = create_tenant(env, f"bench-{int(time.time())}")
+    with gunicorn(env, workers=args.workers, threads=args.threads) as base:
+        print(f"seeding {args.users} users x 5 documents ...", flush=True)
+        seed(base, key, args.users, 5)
+        print(f"running {args.clients} clients for {args.seconds:.0f} s against {base} "
+              f"(gunicorn {args.workers} workers x {args.threads} threads)", flush=True)
+        queue: mp.Queue = mp.Queue()
+        users = list(range(args.users))
+        procs = [
+            mp.Process(target=client_loop, args=(base, key, users[i::args.clients], args.seconds, i, queue))
+            for i in range(args.clients)
+        ]
+        for proc in procs:
+            proc.start()
+        results = [queue.get() for _ in procs]
+        for proc in procs:
+            proc.join()
+
+    merged: dict[str, list[float]] = defaultdict(list)
+    errors: dict[str, int] = defaultdict(int)
+    for latencies, errs in results:
+        for op, values in latencies.items():
+            merged[op].extend(values)
+        for op, count in errs.items():
+            errors[op] += count
+    total = sum(len(v) for v in merged.values())
+    print(f"\n{'operation':<14}{'requests':>10}{'errors':>8}{'p50 ms':>10}{'p99 ms':>10}")
+    for op in OPS:
+        values = merged.get(op, [])
+        print(f"{op:<14}{len(values):>10}{errors.get(op, 0):>8}"
+              f"{percentile(values, 50):>10.2f}{percentile(values, 99):>10.2f}")
+    reads = [v for op in READS for v in merged.get(op, [])]
+    writes = [v for op in OPS if op not in READS for v in merged.get(op, [])]
+    print(f"\nreads  p50 {percentile(reads, 50):.2f} ms  p99 {percentile(reads, 99):.2f} ms")
+    print(f"writes p50 {percentile(writes, 50):.2f} ms  p99 {percentile(writes, 99):.2f} ms")
+    print(f"mixed throughput: {total / args.seconds:.0f} requests/s "
+          f"({total} requests, {sum(errors.values())} errors)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Start MemoryHub under gunicorn against a benchmark database, for the bench commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench_env(db_name: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "MEMORYHUB_DB_NAME": db_name,
+        "DEBUG": "0",
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SECURE_SSL_REDIRECT": "0",
+        "DB_POOL": "1",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"manage.py {' '.join(args)} failed:\n{result.stderr}")
+    return result.stdout
+
+
+def create_tenant(env: dict[str, str], slug: str) -> str:
+    """A fresh tenant and its memory+admin key."""
+    return json.loads(manage(env, "create_tenant", slug).strip().splitlines()[-1])["api_key"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def gunicorn(env: dict[str, str], *, workers: int, threads: int) -> Iterator[str]:
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application",
+        "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+        "--worker-class", "gthread", "--threads", str(threads), "--log-level", "warning",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            raise SystemExit("gunicorn did not come up within 60 s")
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
