@@ -49,8 +49,13 @@ def current_tenant_id_or_none() -> int | None:
 
 @contextmanager
 def _local_setting(name: str, value: str, using: str) -> Iterator[None]:
-    """Set a transaction-local setting for the block, then put back what was there."""
+    """Set a transaction-local setting for the block, then put back what was there.
+
+    In the outermost transaction the commit or rollback discards the setting by itself, so
+    only a block nested in an open transaction needs to read and restore the old value.
+    """
     connection = connections[using]
+    nested = connection.in_atomic_block
     with transaction.atomic(using=using):
         with connection.cursor() as cursor:
             cursor.execute(
@@ -60,7 +65,7 @@ def _local_setting(name: str, value: str, using: str) -> Iterator[None]:
         try:
             yield
         finally:
-            if not connection.needs_rollback:
+            if nested and not connection.needs_rollback:
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT set_config(%s, %s, true)", [name, previous])
 
