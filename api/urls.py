@@ -1,9 +1,51 @@
-from django.urls import path
+from django.urls import path, re_path
 
+from api.views.admin import EventListView, ProfileListView, ProfileView
+from api.views.documents import (
+    DocumentListView,
+    GlobalDocumentView,
+    ProfileDocumentView,
+    SessionDocumentView,
+)
+from api.views.memory import MemoryIndexView, MemorySnapshotView, MemoryToolView
+from api.views.recall import RecallView
 from api.views.tenant import TenantView
+from api.views.users import (
+    ExportView,
+    PortalLinkView,
+    SessionView,
+    UserListView,
+    UserView,
+)
+from api.views.webhooks import WebhookListView, WebhookView
 
 app_name = "api"
 
 urlpatterns = [
     path("tenant", TenantView.as_view(), name="tenant"),
+    path("profiles", ProfileListView.as_view(), name="profiles"),
+    path("profiles/<str:profile>", ProfileView.as_view(), name="profile"),
+    path("events", EventListView.as_view(), name="events"),
+    path("users", UserListView.as_view(), name="users"),
+    path("users/<str:user_id>", UserView.as_view(), name="user"),
+    path("users/<str:user_id>/sessions/<str:session_id>", SessionView.as_view(),
+         name="user-session"),
+    path("users/<str:user_id>/export", ExportView.as_view(), name="user-export"),
+    path("users/<str:user_id>/portal-link", PortalLinkView.as_view(), name="user-portal-link"),
+    path("users/<str:user_id>/documents", DocumentListView.as_view(), name="documents"),
+    # The document path is the rest of the URL (slashes included; may be empty, which the
+    # view refuses as invalid_path with the API's error body rather than a bare 404).
+    re_path(r"^users/(?P<user_id>[^/]+)/documents/global/(?P<path>.*)$",
+            GlobalDocumentView.as_view(), name="document-global"),
+    re_path(r"^users/(?P<user_id>[^/]+)/documents/profile/(?P<profile>[^/]+)/(?P<path>.*)$",
+            ProfileDocumentView.as_view(), name="document-profile"),
+    re_path(r"^users/(?P<user_id>[^/]+)/documents/session/(?P<session_id>[^/]+)/(?P<path>.*)$",
+            SessionDocumentView.as_view(), name="document-session"),
+    path("users/<str:user_id>/recall", RecallView.as_view(), name="recall"),
+    path("users/<str:user_id>/memory", MemoryToolView.as_view(), name="memory-tool"),
+    path("users/<str:user_id>/memory/index", MemoryIndexView.as_view(), name="memory-index"),
+    path("users/<str:user_id>/memory/snapshot", MemorySnapshotView.as_view(),
+         name="memory-snapshot"),
+    path("webhooks", WebhookListView.as_view(), name="webhooks"),
+    path("webhooks/<int:webhook_id>", WebhookView.as_view(), name="webhook"),
 ]

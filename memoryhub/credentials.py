@@ -72,8 +72,12 @@ def credential_message(name: str) -> str:
     )
 
 
-# This service's own API keys: mh_<8 lowercase alnum lookup id>_<32+ urlsafe secret chars>.
-register_detector("memoryhub_api_key", r"(?<![A-Za-z0-9])mh_[a-z0-9]{8}_[A-Za-z0-9_-]{32,}")
+# This service's own API keys: mh_<tenant id>_<8 lowercase alnum lookup id>_<32+ urlsafe
+# secret chars> (tenants.services.api_key_create); the tenant id part is optional here so a
+# key pasted without it is caught too.
+register_detector(
+    "memoryhub_api_key", r"(?<![A-Za-z0-9])mh_(?:[0-9]+_)?[a-z0-9]{8}_[A-Za-z0-9_-]{32,}"
+)
 # Anthropic: sk-ant-api03-..., sk-ant-admin01-..., sk-ant-oat01-... (long urlsafe bodies).
 register_detector("anthropic_api_key", _B + r"sk-ant-[A-Za-z0-9_-]{20,}")
 # OpenAI: legacy sk-<48 alnum>, sk-proj-..., sk-svcacct-..., sk-admin-... The body must hold a

@@ -142,6 +142,11 @@ class Passage(TenantOwned):
         indexes = [
             models.Index(fields=["tenant", "end_user", "scope", "scope_key"], name="passage_visible"),
             models.Index(fields=["tenant", "document"], name="passage_document"),
+            # The embedding sweep's work list stays small: only passages still waiting.
+            models.Index(
+                fields=["tenant", "document"], condition=models.Q(embedding__isnull=True),
+                name="passage_unembedded",
+            ),
         ]
 
 
@@ -197,4 +202,77 @@ class PortalLink(TenantOwned):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "nonce"], name="portallink_unique_nonce"),
             TenantRowLevelSecurity(name="portallink_rls"),
+        ]
+
+
+class WebhookEndpoint(TenantOwned):
+    """Where a tenant wants its events POSTed (admin API ``/api/v1/webhooks``).
+
+    ``secret`` signs every delivery (HMAC-SHA256), so it must be readable when sending: it is
+    stored, shown in full once at creation, and masked afterwards. An endpoint that keeps
+    failing for ``MEMORYHUB_WEBHOOKS['disable_after']`` seconds is switched off with
+    ``disabled_reason`` saying why; an admin switches it back on.
+    """
+
+    url = models.URLField(max_length=2000)
+    secret = models.CharField(max_length=128)
+    event_types = models.JSONField(default=list)  # a non-empty subset of EventType values
+    enabled = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=500, blank=True, default="")
+    last_status = models.PositiveIntegerField(null=True, blank=True)  # HTTP status, or None
+    last_error = models.CharField(max_length=500, blank=True, default="")
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    failing_since = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [TenantRowLevelSecurity(name="webhookendpoint_rls")]
+        indexes = [models.Index(fields=["tenant", "created_at"], name="webhook_tenant_created")]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    ABANDONED = "abandoned"  # the endpoint was switched off or deleted before success
+
+
+class WebhookDelivery(TenantOwned):
+    """One event for one endpoint: written with the event (an outbox), sent by a worker.
+
+    Unique per (endpoint, event), so enqueuing twice cannot send twice; a worker takes the
+    row with SELECT ... FOR UPDATE SKIP LOCKED, so two workers never send it at once.
+    """
+
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False
+    )
+    event = models.ForeignKey(MemoryEvent, on_delete=models.CASCADE, related_name="+", db_index=False)
+    status = models.CharField(
+        max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    last_status = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True, default="")
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "endpoint", "event"], name="delivery_unique_event"
+            ),
+            TenantRowLevelSecurity(name="webhookdelivery_rls"),
+        ]
+        indexes = [
+            # The retry sweep's work list: pending deliveries by due time.
+            models.Index(
+                fields=["tenant", "next_attempt_at"],
+                condition=models.Q(status="pending"), name="delivery_due",
+            ),
         ]

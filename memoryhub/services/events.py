@@ -15,6 +15,7 @@ from typing import Any
 from django.db import connection
 
 from memoryhub.models import EventType, MemoryEvent
+from memoryhub.services.webhooks import deliveries_create
 
 # First key of the two-key advisory lock: a namespace number for "event feed of tenant N".
 _EVENT_LOCK_NAMESPACE = 7_001
@@ -55,5 +56,5 @@ def pressure_event(
 
 
 def _notify_subscribers(event: MemoryEvent) -> None:
-    """Hook for webhook delivery (issue 5): enqueue on commit. Nothing subscribes yet."""
-    return None
+    """Queue webhook deliveries in this transaction; they are enqueued when it commits."""
+    deliveries_create(event=event)

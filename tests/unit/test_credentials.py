@@ -140,6 +140,11 @@ def test_memoryhub_key_needs_32_secret_characters() -> None:
     assert find_credential("mh_ab12cd34_" + "-_" * 16) == "memoryhub_api_key"
 
 
+def test_memoryhub_key_as_issued_with_its_tenant_id() -> None:
+    # tenants.services.api_key_create issues mh_<tenant id>_<lookup id>_<secret>.
+    assert find_credential("key mh_42_ab12cd34_" + "Zq-_" * 11) == "memoryhub_api_key"
+
+
 def test_message() -> None:
     assert credential_message("github_token") == (
         "Error: the content looks like a credential (github_token); memory must not store "

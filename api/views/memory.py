@@ -1,0 +1,139 @@
+"""The memory tool and what a conversation starts from (API v1, "The memory tool", "The prompt
+index"):
+
+- ``POST /api/v1/users/{user_id}/memory``: one memory tool command -> ``{"content", "is_error"}``;
+- ``GET  /api/v1/users/{user_id}/memory/index?session_id=&profile=``: the prompt index;
+- ``GET  /api/v1/users/{user_id}/memory/snapshot?session_id=&profile=``: every visible document.
+
+Every outcome of a tool command is HTTP 200; only auth, a body that is not a JSON object, an
+invalid user_id, size and rate limits are HTTP errors. Reading an unknown user (or another
+tenant's) gives empty memory, exactly like a person who never wrote anything.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+)
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.base import TenantAPIView
+from api.errors import ApiError
+from api.params import optional, valid_profile, valid_session_id, valid_user_id
+from api.serializers import with_errors
+from memoryhub.selectors.documents import enduser_find, index_build, snapshot_build
+from memoryhub.tool import COMMANDS, tool_run
+
+
+class MemoryToolInput(serializers.Serializer):
+    """The tool input as the model sent it, plus optional context fields (documentation only:
+    the command's own problems come back as tool errors, not as HTTP 400)."""
+
+    command = serializers.ChoiceField(choices=COMMANDS)
+    path = serializers.CharField(required=False, help_text="view, create, str_replace, insert, "
+                                 "delete, append: /memories/... or /...")
+    view_range = serializers.ListField(child=serializers.IntegerField(), required=False,
+                                       min_length=2, max_length=2)
+    file_text = serializers.CharField(required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    old_str = serializers.CharField(required=False, allow_blank=True)
+    new_str = serializers.CharField(required=False, allow_blank=True)
+    insert_line = serializers.IntegerField(required=False)
+    insert_text = serializers.CharField(required=False, allow_blank=True)
+    text = serializers.CharField(required=False, allow_blank=True, help_text="append")
+    old_path = serializers.CharField(required=False)
+    new_path = serializers.CharField(required=False)
+    session_id = serializers.CharField(required=False)
+    profile = serializers.CharField(required=False)
+    scope = serializers.ChoiceField(choices=["session", "profile", "global"], required=False)
+    turn_id = serializers.CharField(required=False)
+
+
+class MemoryToolResult(serializers.Serializer):
+    content = serializers.CharField(help_text="The text for the model (the tool_result content).")
+    is_error = serializers.BooleanField()
+
+
+class IndexEntry(serializers.Serializer):
+    path = serializers.CharField()
+    scope = serializers.ChoiceField(choices=["session", "profile", "global"])
+    bytes = serializers.IntegerField()
+    description = serializers.CharField(allow_blank=True)
+    edited_by_user = serializers.BooleanField()
+    updated_at = serializers.DateTimeField()
+
+
+class MemoryIndex(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    text = serializers.CharField(allow_blank=True)
+    entries = IndexEntry(many=True)
+    omitted = serializers.IntegerField()
+
+
+class MemorySnapshot(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True)
+
+
+_CONTEXT_PARAMETERS = [
+    OpenApiParameter("session_id", OpenApiTypes.STR, description="This conversation's session."),
+    OpenApiParameter("profile", OpenApiTypes.STR, description="The conversation's profile."),
+]
+
+
+class MemoryToolView(TenantAPIView):
+    @extend_schema(
+        request=MemoryToolInput,
+        responses=with_errors(
+            {200: MemoryToolResult},
+            e400="invalid_user_id, invalid_json, or invalid_body (the body is not a JSON object)",
+        ),
+        summary="Run one memory tool command",
+        description="Every outcome of the command, success or failure, is HTTP 200 with "
+        "`is_error`; error texts match the reference memory tool byte for byte.",
+    )
+    def post(self, request: Request, user_id: str) -> Response:
+        user_id = valid_user_id(user_id)
+        if not isinstance(request.data, dict):
+            raise ApiError(400, "invalid_body", "The body must be a JSON object: the memory "
+                           "tool's input, plus optional session_id, profile, scope and turn_id.")
+        content, is_error = tool_run(tenant=self.tenant, user_id=user_id, payload=request.data)
+        return Response({"content": content, "is_error": is_error})
+
+
+class _ContextReadView(TenantAPIView):
+    """A read of what one conversation sees; ``session_id`` and ``profile`` from the query."""
+
+    def _context(self, request: Request, user_id: str) -> dict:
+        user_id = valid_user_id(user_id)
+        return {
+            "tenant": self.tenant,
+            "session_id": optional(request.query_params, "session_id", valid_session_id),
+            "profile": optional(request.query_params, "profile", valid_profile),
+            "end_user": enduser_find(user_id=user_id),
+        }
+
+
+class MemoryIndexView(_ContextReadView):
+    @extend_schema(
+        parameters=_CONTEXT_PARAMETERS,
+        responses=with_errors({200: MemoryIndex},
+                              e400="invalid_user_id, invalid_session_id or invalid_profile"),
+        summary="The prompt index of a conversation's memory",
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        return Response(index_build(**self._context(request, user_id)))
+
+
+class MemorySnapshotView(_ContextReadView):
+    @extend_schema(
+        parameters=_CONTEXT_PARAMETERS,
+        responses=with_errors({200: MemorySnapshot},
+                              e400="invalid_user_id, invalid_session_id or invalid_profile"),
+        summary="Every document a conversation sees, as text",
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        return Response({"text": snapshot_build(**self._context(request, user_id))})

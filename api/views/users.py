@@ -1,0 +1,174 @@
+"""End users (spec: End users), for keys with ``memory``.
+
+An unknown ``user_id`` reads as a person with nothing stored: ``GET`` shows zero counts and
+``created_at: null``, export is empty, ``DELETE`` is a 204 with nothing done. Another
+tenant's person is indistinguishable from that.
+"""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.base import TenantAPIView
+from api.params import valid_session_id, valid_user_id
+from api.serializers import (
+    CURSOR_PARAMETER,
+    LIMIT_PARAMETER,
+    EndUserPageSerializer,
+    EndUserPatchSerializer,
+    EndUserSerializer,
+    ExportSerializer,
+    PortalLinkSerializer,
+    next_cursor,
+    parse_page,
+    with_errors,
+)
+from api.views.admin import event_representation
+from api.views.documents import document_representation
+from memoryhub.models import Actor
+from memoryhub.selectors.people import PersonSummary, people_page, person_export, person_summary
+from memoryhub.services.people import (
+    end_user_forget,
+    end_user_memory_set,
+    portal_link_create,
+    session_forget,
+)
+
+TAGS = ["end users"]
+NO_CONTENT = {204: OpenApiResponse(description="done (also when there was nothing to delete)")}
+
+
+def person_representation(summary: PersonSummary) -> dict:
+    return {
+        "user_id": summary.user_id,
+        "memory_enabled": summary.memory_enabled,
+        "created_at": summary.created_at,
+        "documents": summary.documents,
+        "bytes": summary.bytes,
+        "sessions": summary.sessions,
+        "profiles": summary.profiles,
+    }
+
+
+class UserListView(TenantAPIView):
+    @extend_schema(
+        operation_id="users_list",
+        summary="List end users",
+        description="End users by user_id, with their document counts. Paginated with "
+        "limit and cursor.",
+        parameters=[LIMIT_PARAMETER, CURSOR_PARAMETER],
+        responses=with_errors({200: EndUserPageSerializer}),
+        tags=TAGS,
+    )
+    def get(self, request: Request) -> Response:
+        page = parse_page(request.query_params, arity=1)
+        rows = people_page(after=page.after[0] if page.after else None, limit=page.limit)
+        return Response({
+            "users": [person_representation(s) for s in rows[: page.limit]],
+            "next_cursor": next_cursor(rows, page.limit, lambda s: (s.user_id,)),
+        })
+
+
+class UserView(TenantAPIView):
+    @extend_schema(
+        operation_id="users_retrieve",
+        summary="Show an end user with counts",
+        description="Documents per scope, total bytes, and how many sessions and profiles "
+        "have documents. An unknown user_id shows zero counts and created_at null (not 404).",
+        responses=with_errors({200: EndUserSerializer}),
+        tags=TAGS,
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        return Response(person_representation(person_summary(user_id=valid_user_id(user_id))))
+
+    @extend_schema(
+        summary="Switch the person's memory on or off",
+        description="The person's own switch: when off, their index is disabled and every "
+        "memory tool command answers `Error: memory is disabled`. Creates the end user.",
+        request=EndUserPatchSerializer,
+        responses=with_errors({200: EndUserSerializer}),
+        tags=TAGS,
+    )
+    def patch(self, request: Request, user_id: str) -> Response:
+        user_id = valid_user_id(user_id)
+        body = EndUserPatchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        end_user_memory_set(
+            tenant=self.tenant, user_id=user_id, enabled=body.validated_data["memory_enabled"]
+        )
+        return Response(person_representation(person_summary(user_id=user_id)))
+
+    @extend_schema(
+        summary="Forget the person",
+        description="Deletes, in one transaction, every document of every scope and "
+        "session, the search passages, write tallies, portal links, the end user itself, and "
+        "every event naming them. One `memory.changed` event remains, with data "
+        '`{"change": "forgotten", "path": null, "scope": null, "scope_key": null}`, so feed '
+        "readers drop their copies. 204 also for an unknown user_id (nothing is recorded).",
+        request=None,
+        responses=with_errors(NO_CONTENT),
+        tags=TAGS,
+    )
+    def delete(self, request: Request, user_id: str) -> Response:
+        end_user_forget(tenant=self.tenant, user_id=valid_user_id(user_id), actor=Actor.APP)
+        return Response(status=204)
+
+
+class SessionView(TenantAPIView):
+    @extend_schema(
+        summary="Delete one session's memory",
+        description="Deletes the session-scope documents of that session, recording a "
+        "`memory.changed` `deleted` event for each. 204 also when there were none.",
+        request=None,
+        responses=with_errors(NO_CONTENT, e400="invalid_user_id or invalid_session_id"),
+        tags=TAGS,
+    )
+    def delete(self, request: Request, user_id: str, session_id: str) -> Response:
+        session_forget(
+            tenant=self.tenant, user_id=valid_user_id(user_id),
+            session_id=valid_session_id(session_id), actor=Actor.APP,
+        )
+        return Response(status=204)
+
+
+class ExportView(TenantAPIView):
+    @extend_schema(
+        summary="Export everything stored for the person",
+        description="The person, every document with its content, every event naming them, "
+        "and their portal links (dates only; tokens are never stored). Search passages are "
+        "copies of content and are left out. An unknown user_id exports as empty.",
+        responses=with_errors({200: ExportSerializer}),
+        tags=TAGS,
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        export = person_export(user_id=valid_user_id(user_id))
+        return Response({
+            **person_representation(export.summary),
+            "account_email": export.account_email,
+            "documents": [document_representation(d) for d in export.documents],
+            "events": [event_representation(e) for e in export.events],
+            "portal_links": [
+                {"created_at": link.created_at, "expires_at": link.expires_at,
+                 "used_at": link.used_at}
+                for link in export.portal_links
+            ],
+        })
+
+
+class PortalLinkView(TenantAPIView):
+    @extend_schema(
+        summary="Mint a one-time sign-in link to the person's memory page",
+        description="The URL opens the person's memory page on the web once, without a "
+        "password, until expires_at (PORTAL_LINK_MAX_AGE seconds, 10 minutes by default). "
+        "Hand it to that person only. Creates the end user.",
+        request=None,
+        responses=with_errors({201: PortalLinkSerializer}),
+        tags=TAGS,
+    )
+    def post(self, request: Request, user_id: str) -> Response:
+        link = portal_link_create(tenant=self.tenant, user_id=valid_user_id(user_id))
+        url = request.build_absolute_uri(reverse("web:portal_redeem", args=[link.token]))
+        return Response({"url": url, "expires_at": link.expires_at}, status=201)

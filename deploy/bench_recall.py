@@ -1,0 +1,501 @@
+"""``make bench-recall``: recall over HTTP on a large, multi-tenant memory; prints the figures.
+
+1. Loads N memories (default 100,000) into a database of its own (``bench_recall``, recreated
+   with ``--fresh``, else reused when it already holds the same N): 1,000 tenants, 10,000
+   end users spread over them, a heavy-tailed (Zipf) number of memories per user, mostly
+   global with some session and profile memory. Texts come from a fixed vocabulary; their
+   vectors are the configured hashing provider's, computed on all cores and written with
+   binary COPY as the owner role, tenant by tenant (RLS stays forced: each COPY sets
+   ``app.tenant_id``), with the full-text vector computed by PostgreSQL on insert.
+2. Starts gunicorn (DEBUG off, psycopg pool) and sends recall requests from several client
+   processes for ``--seconds``: latency percentiles and requests/s at the client, and, from
+   each response's ``Server-Timing``, the query's embedding time and the database time, so
+   that the embedding can be told apart.
+3. Checks exactness on a sample: the vector ranking of the server's search equals brute
+   force in numpy over every visible passage (float16 vectors, same formula), and each
+   HTTP result's ``similarity`` equals the brute-force cosine.
+
+    python -m deploy.bench_recall [--n 100000] [--seconds 20] [--clients 4] [--fresh]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing as mp
+import os
+import random
+import re
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import numpy as np
+
+from deploy.benchserver import bench_env, gunicorn, manage, percentile
+
+DB_NAME = "bench_recall"
+TENANTS = 1_000
+END_USERS = 10_000
+ZIPF_EXPONENT = 1.0  # memories per user ~ 1/rank: a few users hold thousands
+SESSIONS, PROFILES = ("s-0", "s-1", "s-2"), ("p-0", "p-1")
+CHUNK_TENANTS = 50  # tenants per load transaction
+TOPICS = """
+tea coffee espresso matcha vegetarian vegan gluten lactose peanuts shellfish curry pasta sushi
+ramen tacos paella risotto lentils tofu salmon chicken steak salad oatmeal pancakes chocolate
+lisbon porto madrid berlin paris tokyo osaka seoul toronto boston denver austin chicago nairobi
+nurse teacher engineer designer lawyer chef pilot farmer architect dentist plumber editor
+guitar piano violin drums cello painting pottery knitting chess climbing cycling running yoga
+surfing skiing hiking swimming tennis football basketball baseball cricket rugby golf rowing
+dog cat parrot hamster rabbit turtle horse goldfish daughter son husband wife sister brother
+mother father grandmother grandfather cousin neighbour colleague manager birthday anniversary
+wedding holiday vacation conference deadline meeting interview promotion mortgage insurance
+allergy migraine asthma diabetes insomnia marathon diet budget savings pension invoice
+python rust golang kotlin javascript postgres redis kubernetes docker linux windows android
+novel poetry podcast documentary jazz opera techno reggae blues metal classical kpop
+morning evening weekend monday friday january march june september december spring autumn
+""".split()
+SYLLABLES = "ka lo mi re su ta ne vi do pa ri zu mo fe ga hi ju ke la no pu ro si te wa".split()
+FILLERS = ("likes", "prefers", "mentioned", "avoids", "asked about", "plans", "booked",
+           "remembers", "enjoys", "dislikes", "is learning", "bought")
+QUERY_OPENERS = ("what about", "does she like", "tell me about", "anything on", "remind me of",
+                 "what do we know about")
+
+
+def vocabulary(size: int = 2_000) -> list[str]:
+    """Real topic words plus pronounceable pseudo-words for the long tail."""
+    rng = random.Random(1)
+    words = list(dict.fromkeys(TOPICS))
+    while len(words) < size:
+        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if word not in words:
+            words.append(word)
+    return words
+
+
+VOCAB = vocabulary()
+
+
+def memory_text(rng: random.Random, words: Sequence[str]) -> str:
+    picked = rng.sample(words, rng.randint(4, 9))
+    clauses = [f"{rng.choice(FILLERS)} {a} and {b}" for a, b in zip(picked[::2], picked[1::2], strict=False)]
+    return f"The user {'; '.join(clauses)}."
+
+
+# --- data generation -----------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    tenant_of_user: np.ndarray  # user index -> tenant index
+    memories_of_user: np.ndarray  # user index -> how many memories
+
+
+def plan(n: int, seed: int = 42) -> Plan:
+    rng = np.random.default_rng(seed)
+    tenant_of_user = rng.integers(0, TENANTS, END_USERS)
+    weights = 1.0 / np.arange(1, END_USERS + 1) ** ZIPF_EXPONENT
+    rng.shuffle(weights)
+    memories = rng.multinomial(n, weights / weights.sum())
+    return Plan(tenant_of_user=tenant_of_user, memories_of_user=memories)
+
+
+def _embed_chunk(texts: list[str]) -> np.ndarray:
+    from memoryhub.embeddings.hashing import HashingProvider
+
+    return np.asarray(HashingProvider(dimension=384).embed(texts), dtype=np.float16)
+
+
+def embed_all(texts: list[str], pool: mp.pool.Pool) -> np.ndarray:
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float16)
+    size = 500
+    parts = pool.map(_embed_chunk, [texts[i:i + size] for i in range(0, len(texts), size)])
+    return np.concatenate(parts)
+
+
+def user_id(index: int) -> str:
+    return f"user-{index:05d}"
+
+
+def scope_of(rng: random.Random) -> tuple[str, str]:
+    roll = rng.random()
+    if roll < 0.7:
+        return "global", ""
+    if roll < 0.9:
+        return "session", rng.choice(SESSIONS)
+    return "profile", rng.choice(PROFILES)
+
+
+def reserve_ids(cursor, table: str, count: int) -> int:  # noqa: ANN001
+    """Take ``count`` ids from the table's sequence; returns the first."""
+    cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
+    sequence = cursor.fetchone()[0]
+    cursor.execute("SELECT nextval(%s)", [sequence])
+    first = cursor.fetchone()[0]
+    cursor.execute("SELECT setval(%s, %s)", [sequence, first + count])
+    return first
+
+
+def load(n: int, tenant_ids: list[int], provider_key: str) -> dict[str, float]:
+    """Bulk-load the plan as the owner role; returns timings."""
+    from django.db import connections
+    from pgvector.psycopg import register_vector
+
+    layout = plan(n)
+    started = time.perf_counter()
+    embed_seconds = 0.0
+    owner = connections["migrate"]
+    owner.ensure_connection()
+    conn = owner.connection
+    register_vector(conn)
+    rng = random.Random(7)
+    now = datetime.now(UTC)
+    users_by_tenant: dict[int, list[int]] = defaultdict(list)
+    for index, tenant_index in enumerate(layout.tenant_of_user):
+        users_by_tenant[int(tenant_index)].append(index)
+    with conn.cursor() as cursor:
+        user_base = reserve_ids(cursor, "memoryhub_enduser", END_USERS)
+        doc_base = reserve_ids(cursor, "memoryhub_memorydocument", n)
+        passage_base = reserve_ids(cursor, "memoryhub_passage", n)
+        cursor.execute(
+            "CREATE TEMP TABLE st_enduser (id bigint, tenant_id bigint, user_id text, "
+            "memory_enabled boolean, created_at timestamptz)")
+        cursor.execute(
+            "CREATE TEMP TABLE st_document (id bigint, tenant_id bigint, end_user_id bigint, "
+            "scope text, scope_key text, path text, description text, content text, "
+            "bytes int, version int, updated_by text, confidence float8, "
+            "created_at timestamptz, updated_at timestamptz)")
+        cursor.execute(
+            "CREATE TEMP TABLE st_passage (id bigint, tenant_id bigint, document_id bigint, "
+            "end_user_id bigint, scope text, scope_key text, text text, embedding halfvec(384), "
+            "created_at timestamptz)")
+    next_doc = 0
+    with mp.Pool() as pool:
+        for chunk_start in range(0, TENANTS, CHUNK_TENANTS):
+            chunk = range(chunk_start, min(chunk_start + CHUNK_TENANTS, TENANTS))
+            rows: dict[int, tuple[list, list, list]] = {}
+            texts: list[str] = []
+            for tenant_index in chunk:
+                users, docs, passages = [], [], []
+                tenant_id = tenant_ids[tenant_index]
+                for u in users_by_tenant.get(tenant_index, []):
+                    end_user_id = user_base + u
+                    users.append((end_user_id, tenant_id, user_id(u), True, now))
+                    for _ in range(int(layout.memories_of_user[u])):
+                        text = memory_text(rng, VOCAB)
+                        scope, scope_key = scope_of(rng)
+                        doc_id = doc_base + next_doc
+                        updated = now - timedelta(days=rng.uniform(0, 720))
+                        docs.append((doc_id, tenant_id, end_user_id, scope, scope_key,
+                                     f"/notes/m{next_doc}.md", "", text, len(text.encode()), 1,
+                                     "app", round(rng.uniform(0.5, 1.0), 2), updated, updated))
+                        passages.append([passage_base + next_doc, tenant_id, doc_id, end_user_id,
+                                         scope, scope_key, text, len(texts), updated])
+                        texts.append(text)
+                        next_doc += 1
+                rows[tenant_index] = (users, docs, passages)
+            t0 = time.perf_counter()
+            vectors = embed_all(texts, pool)
+            embed_seconds += time.perf_counter() - t0
+            _copy_chunk(conn, rows, tenant_ids, vectors, provider_key)
+            done = next_doc
+            print(f"\r  loaded {done:,}/{n:,} memories "
+                  f"({time.perf_counter() - started:.0f} s)", end="", flush=True)
+    print()
+    with conn.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return {"seconds": time.perf_counter() - started, "embed_seconds": embed_seconds}
+
+
+def _copy_chunk(conn, rows, tenant_ids, vectors, provider_key: str) -> None:  # noqa: ANN001
+    """COPY a chunk into staging tables, then INSERT ... SELECT tenant by tenant.
+
+    COPY cannot write into a table with row-level security, and RLS stays forced for the
+    owner: each INSERT runs with that tenant's ``app.tenant_id``.
+    """
+    from pgvector import HalfVector
+
+    with conn.transaction(), conn.cursor() as cursor:  # set_config(..., true) lasts until commit
+        with cursor.copy("COPY st_enduser FROM STDIN") as copy:
+            for users, _, _ in rows.values():
+                for row in users:
+                    copy.write_row(row)
+        with cursor.copy("COPY st_document FROM STDIN") as copy:
+            for _, docs, _ in rows.values():
+                for row in docs:
+                    copy.write_row(row)
+        with cursor.copy("COPY st_passage FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "int8", "int8", "int8", "text", "text", "text",
+                            "halfvec", "timestamptz"])
+            for _, _, passages in rows.values():
+                for row in passages:
+                    copy.write_row([*row[:7], HalfVector(vectors[row[7]]), row[8]])
+        for tenant_index in rows:
+            tenant_id = tenant_ids[tenant_index]
+            cursor.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant_id)])
+            cursor.execute(
+                """INSERT INTO memoryhub_enduser (id, tenant_id, user_id, memory_enabled, created_at)
+                   SELECT * FROM st_enduser WHERE tenant_id = %s""", [tenant_id])
+            cursor.execute(
+                """INSERT INTO memoryhub_memorydocument (id, tenant_id, end_user_id, scope,
+                       scope_key, path, description, content, bytes, version, updated_by,
+                       confidence, created_at, updated_at)
+                   SELECT * FROM st_document WHERE tenant_id = %s""", [tenant_id])
+            cursor.execute(
+                """INSERT INTO memoryhub_passage (id, tenant_id, document_id, end_user_id, scope,
+                       scope_key, document_version, ordinal, start, "end", text, search,
+                       embedding, embedding_provider, created_at)
+                   SELECT id, tenant_id, document_id, end_user_id, scope, scope_key, 1, 0, 0,
+                          length(text), text, to_tsvector('simple', text), embedding, %s,
+                          created_at
+                   FROM st_passage WHERE tenant_id = %s""", [provider_key, tenant_id])
+        cursor.execute("TRUNCATE st_enduser, st_document, st_passage")
+
+
+# --- the HTTP run --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Query:
+    key: str
+    user_id: str
+    body: dict
+
+
+def queries(layout: Plan, keys: dict[int, str], count: int, seed: int = 3) -> list[Query]:
+    """Half uniform over users with memories, half weighted by how much they hold."""
+    rng = random.Random(seed)
+    holders = [u for u in range(END_USERS) if layout.memories_of_user[u] > 0]
+    weights = [int(layout.memories_of_user[u]) for u in holders]
+    picked = [rng.choice(holders) if i % 2 else rng.choices(holders, weights)[0]
+              for i in range(count)]
+    result = []
+    for u in picked:
+        words = rng.sample(VOCAB, 2)
+        body = {"query": f"{rng.choice(QUERY_OPENERS)} {words[0]} and {words[1]}?",
+                "limit": 10, "session_id": rng.choice(SESSIONS), "profile": rng.choice(PROFILES)}
+        result.append(Query(keys[int(layout.tenant_of_user[u])], user_id(u), body))
+    return result
+
+
+_TIMING = re.compile(r"(\w+);dur=([\d.]+)")
+
+
+def client_loop(base: str, work: list[Query], seconds: float, out: mp.Queue) -> None:
+    """One keep-alive connection; each request carries its tenant's key."""
+    latencies, embeds, searches, errors = [], [], [], 0
+    deadline = time.monotonic() + seconds
+    i = 0
+    with httpx.Client(base_url=base, timeout=30) as client:
+        while time.monotonic() < deadline:
+            query = work[i % len(work)]
+            i += 1
+            started = time.perf_counter()
+            try:
+                response = client.post(f"/api/v1/users/{query.user_id}/recall", json=query.body,
+                                       headers={"Authorization": f"Bearer {query.key}"})
+                response.raise_for_status()
+            except httpx.HTTPError:
+                errors += 1
+                continue
+            latencies.append((time.perf_counter() - started) * 1000)
+            timing = dict(_TIMING.findall(response.headers.get("Server-Timing", "")))
+            embeds.append(float(timing.get("embed", "nan")))
+            searches.append(float(timing.get("search", "nan")))
+    out.put((latencies, embeds, searches, errors))
+
+
+def run_http(base: str, work: list[Query], clients: int, seconds: float) -> dict:
+    with httpx.Client(base_url=base, timeout=30) as warm:  # provider caches, pool, plans
+        for query in work[:100]:
+            warm.post(f"/api/v1/users/{query.user_id}/recall", json=query.body,
+                      headers={"Authorization": f"Bearer {query.key}"})
+    queue: mp.Queue = mp.Queue()
+    procs = [mp.Process(target=client_loop, args=(base, work[i::clients], seconds, queue))
+             for i in range(clients)]
+    for proc in procs:
+        proc.start()
+    results = [queue.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    merged: dict = {"latency": [], "embed": [], "search": [], "errors": 0}
+    for latencies, embeds, searches, errors in results:
+        merged["latency"] += latencies
+        merged["embed"] += embeds
+        merged["search"] += searches
+        merged["errors"] += errors
+    merged["net"] = [t - e for t, e in zip(merged["latency"], merged["embed"], strict=True)]
+    return merged
+
+
+# --- exactness -----------------------------------------------------------------------------
+
+
+def check_exactness(base: str, sample: list[Query], layout: Plan) -> tuple[int, int, float]:
+    """(queries whose vector top-10 equals brute force, queries, worst HTTP similarity error)."""
+    from django.utils import timezone
+
+    from memoryhub.embeddings import get_provider
+    from memoryhub.models import EndUser, MemoryDocument, Passage
+    from memoryhub.selectors.recall import Visibility, recall_search
+    from memoryhub.services.passages import provider_key
+    from memoryhub.services.recall import ranking_settings
+    from tenants.context import tenant_context
+    from tenants.services import api_key_parse
+
+    provider = get_provider()
+    key = provider_key(provider)
+    ranking = ranking_settings()
+    equal, worst = 0, 0.0
+    for query in sample:
+        tenant_id = api_key_parse(query.key).tenant_id
+        vector = provider.embed([query.body["query"]])[0]
+        now = timezone.now()
+        with tenant_context(tenant_id):
+            end_user = EndUser.objects.get(user_id=query.user_id)
+            session, profile = query.body["session_id"], query.body["profile"]
+            hits = recall_search(
+                visibility=Visibility(tenant_id, end_user.pk, session, profile),
+                query_vector=vector, provider=key, terms=[], limit=10, threshold=None,
+                ranking=ranking, now=now,
+            )
+            visible = {("global", ""), ("session", session), ("profile", profile)}
+            rows = list(Passage.objects.filter(end_user=end_user).values_list(
+                "document_id", "scope", "scope_key", "embedding"))
+            documents = {d.pk: d for d in MemoryDocument.objects.filter(end_user=end_user)}
+        q = np.asarray(vector, dtype=np.float16).astype(np.float64)
+        cosine: dict[int, float] = {}
+        brute = []
+        for document_id, scope, scope_key, embedding in rows:
+            if (scope, scope_key) not in visible:
+                continue
+            e = np.asarray(embedding, dtype=np.float16).astype(np.float64)
+            cosine[document_id] = float(q @ e / (np.linalg.norm(q) * np.linalg.norm(e)))
+            document = documents[document_id]
+            age = max((now - document.updated_at).total_seconds(), 0) / 86400
+            recency = 1 / (1 + ranking.recency_weight * math.log(1 + age))
+            brute.append((max(cosine[document_id], 0) * document.confidence * recency, document_id))
+        brute.sort(key=lambda item: (-item[0], item[1]))
+        expected = [pk for _, pk in brute[:10]]
+        if [h.document_id for h in hits] == expected or _same_up_to_ties(hits, brute[:10]):
+            equal += 1
+        response = httpx.post(f"{base}/api/v1/users/{query.user_id}/recall",
+                              json={**query.body, "relaxed": True},
+                              headers={"Authorization": f"Bearer {query.key}"}, timeout=30)
+        by_path = {d.path: pk for pk, d in documents.items()}
+        for result in response.json()["results"]:
+            worst = max(worst, abs(result["similarity"] - round(cosine[by_path[result["path"]]], 4)))
+    return equal, len(sample), worst
+
+
+def _same_up_to_ties(hits, brute) -> bool:  # noqa: ANN001
+    """Scores equal within float error (hashing vectors can tie exactly)."""
+    return len(hits) == len(brute) and all(
+        abs(h.score - s) < 1e-5 for h, (s, _) in zip(hits, brute, strict=True))
+
+
+# --- main ----------------------------------------------------------------------------------
+
+
+def setup_django(env: dict[str, str]) -> None:
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    import django
+
+    django.setup()
+
+
+def prepare(n: int, fresh: bool, env: dict[str, str]) -> tuple[list[int], dict[str, float] | None]:
+    """The tenants of a loaded database (loading it first when needed)."""
+    from django.conf import settings
+
+    from memoryhub.embeddings import get_provider
+    from memoryhub.services.passages import provider_key
+    from tenants.models import Tenant
+
+    marker = f"bench-recall n={n}"
+    if settings.EMBEDDED_POSTGRES and fresh:
+        from memoryhub.embedded_db import Cluster, ensure_database
+
+        ensure_database(Cluster(**settings.EMBEDDED_POSTGRES), DB_NAME, recreate=True)
+    manage(env, "migrate", "--no-input")
+    meta = Tenant.objects.filter(slug="bench-recall-meta").first()
+    if meta is not None and meta.name == marker:
+        return list(Tenant.objects.filter(slug__startswith="br-").order_by("slug")
+                    .values_list("id", flat=True)), None
+    if meta is not None or Tenant.objects.filter(slug__startswith="br-").exists():
+        raise SystemExit(f"{DB_NAME} holds another data set: run with --fresh")
+    tenants = Tenant.objects.bulk_create(
+        [Tenant(slug=f"br-{i:04d}", name=f"Bench {i}") for i in range(TENANTS)])
+    timings = load(n, [t.id for t in tenants], provider_key(get_provider()))
+    Tenant.objects.create(slug="bench-recall-meta", name=marker)
+    return [t.id for t in tenants], timings
+
+
+def api_keys(tenant_ids: list[int], needed: set[int]) -> dict[int, str]:
+    from tenants.models import Tenant
+    from tenants.services import api_key_create
+
+    tenants = Tenant.objects.in_bulk([tenant_ids[i] for i in needed])
+    return {i: api_key_create(tenant=tenants[tenant_ids[i]], name="bench-recall",
+                              permissions=["memory"]).plaintext for i in needed}
+
+
+def summary(name: str, values: list[float]) -> str:
+    return (f"{name:<34} p50 {percentile(values, 50):8.2f}  p95 {percentile(values, 95):8.2f}  "
+            f"p99 {percentile(values, 99):8.2f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000, help="memories to load")
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--exactness-sample", type=int, default=200)
+    parser.add_argument("--fresh", action="store_true", help="drop and reload the database")
+    args = parser.parse_args()
+
+    env = bench_env(DB_NAME)
+    setup_django(env)
+    print(f"preparing {DB_NAME} with {args.n:,} memories ...", flush=True)
+    tenant_ids, timings = prepare(args.n, args.fresh, env)
+    layout = plan(args.n)
+    counts = layout.memories_of_user
+    if timings:
+        print(f"loaded in {timings['seconds']:.0f} s "
+              f"(of which embedding {timings['embed_seconds']:.0f} s on {os.cpu_count()} cores)")
+    else:
+        print("reusing the loaded database (--fresh reloads it)")
+    print(f"{TENANTS:,} tenants, {END_USERS:,} end users; memories per user: median "
+          f"{int(np.median(counts))}, p99 {int(np.percentile(counts, 99))}, max {int(counts.max())}")
+
+    needed = {int(layout.tenant_of_user[u]) for u in range(END_USERS) if counts[u] > 0}
+    keys = api_keys(tenant_ids, needed)
+    work = queries(layout, keys, 4_000)
+    sample = work[: args.exactness_sample]
+    with gunicorn(env, workers=args.workers, threads=args.threads) as base:
+        print(f"recall: {args.clients} clients for {args.seconds:.0f} s against gunicorn "
+              f"{args.workers} workers x {args.threads} threads", flush=True)
+        merged = run_http(base, work, args.clients, args.seconds)
+        print("checking exactness against brute force ...", flush=True)
+        equal, total, worst = check_exactness(base, sample, layout)
+
+    requests = len(merged["latency"])
+    print(f"\n{requests:,} requests in {args.seconds:.0f} s: {requests / args.seconds:,.1f} "
+          f"requests/s, {merged['errors']} errors")
+    print(summary("latency at the client", merged["latency"]))
+    print(summary("  query embedding (Server-Timing)", merged["embed"]))
+    print(summary("  database search (Server-Timing)", merged["search"]))
+    print(summary("latency without the embedding", merged["net"]))
+    print(f"exactness: {equal}/{total} sampled queries rank like brute force (top 10); "
+          f"largest |similarity - brute-force cosine| over HTTP: {worst:.5f}")
+
+
+if __name__ == "__main__":
+    main()

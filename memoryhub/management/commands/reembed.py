@@ -1,0 +1,96 @@
+"""``manage.py reembed``: give every passage a vector of the configured provider.
+
+Run it after changing ``EMBEDDINGS_PROVIDER``/model (recall ignores vectors of another
+provider meanwhile, falling back to lexical search for those documents). It works tenant by
+tenant, one short transaction per batch, and only ever picks passages that still lack a
+current vector: stop it at any point (Ctrl-C, ``--limit``) and the next run carries on where
+this one stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser, OutputWrapper
+
+from memoryhub.embeddings import get_provider
+from memoryhub.services.passages import (
+    passages_reembed_batch,
+    passages_stale_count,
+    provider_key,
+)
+from tenants.context import tenant_context
+from tenants.models import Tenant
+
+BAR_WIDTH = 30
+
+
+class ProgressBar:
+    """``[#####.....]  1234/5678  21%  310/s`` on one line, redrawn in place on a terminal."""
+
+    def __init__(self, total: int, out: OutputWrapper) -> None:
+        self.total, self.done, self.out = total, 0, out
+        self.started = time.monotonic()
+        self.interactive = out.isatty()
+        self._last_percent = -1  # a log file gets a line per percent, not per batch
+
+    def advance(self, count: int) -> None:
+        self.done += count
+        self._draw(final=False)
+
+    def _draw(self, *, final: bool) -> None:
+        share = self.done / self.total if self.total else 1.0
+        if not (self.interactive or final or int(share * 100) > self._last_percent):
+            return
+        self._last_percent = int(share * 100)
+        filled = int(BAR_WIDTH * share)
+        rate = self.done / max(time.monotonic() - self.started, 1e-9)
+        line = (f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self.done}/{self.total} "
+                f"{share:4.0%} {rate:,.0f}/s")
+        if self.interactive:
+            self.out.write("\r" + line, ending="\n" if final else "")
+        else:
+            self.out.write(line)
+        self.out.flush()
+
+    def finish(self) -> None:
+        self._draw(final=True)
+
+
+class Command(BaseCommand):
+    help = "Embed every passage that has no vector of the configured provider (resumable)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--batch-size", type=int, default=64)
+        parser.add_argument("--tenant", help="only this tenant (slug)")
+        parser.add_argument("--limit", type=int, default=None,
+                            help="stop after about this many passages (resume later)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        provider = get_provider()
+        tenants = Tenant.objects.order_by("id")
+        if options["tenant"]:
+            tenants = tenants.filter(slug=options["tenant"])
+        work = []
+        for tenant_id in tenants.values_list("id", flat=True):
+            with tenant_context(tenant_id):
+                stale = passages_stale_count(provider=provider)
+            if stale:
+                work.append((tenant_id, stale))
+        total = sum(stale for _, stale in work)
+        if options["limit"] is not None:
+            total = min(total, options["limit"])
+        self.stdout.write(f"Re-embedding {total} passages with {provider_key(provider)}.")
+        bar = ProgressBar(total, self.stdout)
+        for tenant_id, _ in work:
+            while bar.done < total:
+                with tenant_context(tenant_id):
+                    size = min(options["batch_size"], total - bar.done)
+                    embedded = passages_reembed_batch(provider=provider, batch_size=size)
+                if not embedded:
+                    break
+                bar.advance(embedded)
+        bar.finish()
+        left = sum(stale for _, stale in work) - bar.done
+        self.stdout.write(f"Done: {bar.done} embedded, {left} left for the next run.")

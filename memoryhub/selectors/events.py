@@ -1,0 +1,23 @@
+"""Reads of the tenant's event feed (``GET /api/v1/events``).
+
+The feed's cursor is the event id. Ids become visible in increasing order (see
+memoryhub/services/events.py), so "everything after id N, oldest first" never skips an event
+that commits later.
+"""
+
+from __future__ import annotations
+
+from memoryhub.models import MemoryEvent
+
+
+def events_after(*, after: int | None, limit: int) -> list[MemoryEvent]:
+    """Up to ``limit + 1`` events after ``after``: the extra one only says there are more."""
+    events = MemoryEvent.objects.order_by("id")
+    if after is not None:
+        events = events.filter(id__gt=after)
+    return list(events[: limit + 1])
+
+
+def events_of_person(*, user_id: str) -> list[MemoryEvent]:
+    """Every event naming the person, oldest first (their export)."""
+    return list(MemoryEvent.objects.filter(user_id=user_id).order_by("id"))

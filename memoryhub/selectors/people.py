@@ -1,0 +1,199 @@
+"""Reads about end users for the app-facing API: lists with counts, their documents, export.
+
+An unknown ``user_id`` is not an error anywhere here: reading a person the tenant never
+wrote for gives empty memory (spec: Conventions), which is also exactly what addressing
+another tenant's person gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce, Collate
+
+from memoryhub import paths
+from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, PortalLink, Scope
+from memoryhub.selectors.documents import lookup_locations
+from memoryhub.selectors.events import events_of_person
+
+# --- Counts --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PersonSummary:
+    user_id: str
+    memory_enabled: bool = True  # the person's own switch starts on
+    created_at: datetime | None = None  # None: nothing was ever stored for them
+    documents: dict[str, int] = field(
+        default_factory=lambda: {"session": 0, "profile": 0, "global": 0, "total": 0}
+    )
+    bytes: int = 0
+    sessions: int = 0
+    profiles: int = 0
+
+
+_COUNTS = {
+    "n_session": Count("id", filter=Q(scope=Scope.SESSION)),
+    "n_profile": Count("id", filter=Q(scope=Scope.PROFILE)),
+    "n_global": Count("id", filter=Q(scope=Scope.GLOBAL)),
+    "n_bytes": Coalesce(Sum("bytes"), 0),
+    "n_sessions": Count("scope_key", distinct=True, filter=Q(scope=Scope.SESSION)),
+    "n_profiles": Count("scope_key", distinct=True, filter=Q(scope=Scope.PROFILE)),
+}
+
+
+def _summaries(end_users: list[EndUser]) -> list[PersonSummary]:
+    """Counts for a page of people in one grouped query over their documents.
+
+    Paging the people first and counting after keeps a page's cost independent of the
+    tenant's size (a join-then-group over every person would not be).
+    """
+    counts = {
+        row["end_user_id"]: row
+        for row in MemoryDocument.objects.filter(end_user__in=end_users)
+        .values("end_user_id").annotate(**_COUNTS).order_by()
+    }
+    return [_summary(end_user, counts.get(end_user.pk)) for end_user in end_users]
+
+
+def _summary(end_user: EndUser, counts: dict[str, int] | None) -> PersonSummary:
+    if counts is None:
+        return PersonSummary(user_id=end_user.user_id, memory_enabled=end_user.memory_enabled,
+                             created_at=end_user.created_at)
+    per_scope = {"session": counts["n_session"], "profile": counts["n_profile"],
+                 "global": counts["n_global"]}
+    return PersonSummary(
+        user_id=end_user.user_id,
+        memory_enabled=end_user.memory_enabled,
+        created_at=end_user.created_at,
+        documents={**per_scope, "total": sum(per_scope.values())},
+        bytes=counts["n_bytes"],
+        sessions=counts["n_sessions"],
+        profiles=counts["n_profiles"],
+    )
+
+
+def person_summary(*, user_id: str) -> PersonSummary:
+    """The person with document counts; zero counts for an unknown ``user_id``."""
+    end_user = EndUser.objects.filter(user_id=user_id).first()
+    return _summaries([end_user])[0] if end_user else PersonSummary(user_id=user_id)
+
+
+def people_page(*, after: str | None, limit: int) -> list[PersonSummary]:
+    """Up to ``limit + 1`` people by user_id after ``after``, with counts, in two queries."""
+    end_users = EndUser.objects.order_by("user_id")
+    if after is not None:
+        end_users = end_users.filter(user_id__gt=after)
+    return _summaries(list(end_users[: limit + 1]))
+
+
+# --- Documents -----------------------------------------------------------------------------
+
+# Keyset order: (scope, scope_key, path) in code-point order ("C" collation), the same on
+# every database whatever its locale, and the order the snapshot uses for paths. One
+# person's documents are few (max_scope_bytes), so sorting them needs no index.
+DOCUMENT_ORDER = ("c_scope", "c_scope_key", "c_path")
+
+
+def _in_code_point_order(documents: QuerySet[MemoryDocument]) -> QuerySet[MemoryDocument]:
+    return documents.alias(
+        c_scope=Collate("scope", "C"), c_scope_key=Collate("scope_key", "C"),
+        c_path=Collate("path", "C"),
+    ).order_by(*DOCUMENT_ORDER)
+
+
+@dataclass(frozen=True)
+class DocumentFilter:
+    """``GET .../documents`` filters.
+
+    - ``scope`` keeps one scope; with it, ``session_id``/``profile`` narrow that scope to one
+      session or profile (and are ignored for the other scopes).
+    - Without ``scope``, ``session_id`` and/or ``profile`` describe a conversation and the
+      list is what it can see: its session, its profile, and global (like the prompt index).
+    - Neither: every document of the person.
+    - ``prefix``: the canonical path starts with it (a plain string prefix, S3-like; end it
+      with ``/`` to mean a directory). ``/memories`` in front is the root, as in paths.
+    """
+
+    scope: str | None = None
+    session_id: str | None = None
+    profile: str | None = None
+    prefix: str | None = None
+
+
+def canonical_prefix(raw: str) -> str:
+    """``/memories/notes/`` -> ``/notes/``; the caller has checked it starts with ``/``."""
+    if paths.has_memories_prefix(raw):
+        return raw[len(paths.MEMORIES_PREFIX):] or paths.ROOT
+    return raw
+
+
+def _scope_condition(filters: DocumentFilter) -> Q:
+    if filters.scope is not None:
+        condition = Q(scope=filters.scope)
+        key = {Scope.SESSION: filters.session_id, Scope.PROFILE: filters.profile}.get(
+            Scope(filters.scope)
+        )
+        return condition & Q(scope_key=key) if key is not None else condition
+    if filters.session_id is None and filters.profile is None:
+        return Q()
+    visible = Q(pk__in=[])
+    for scope, scope_key in lookup_locations(session_id=filters.session_id, profile=filters.profile):
+        visible |= Q(scope=scope, scope_key=scope_key)
+    return visible
+
+
+def _after(key: tuple[Any, ...]) -> Q:
+    scope, scope_key, path = key
+    return (
+        Q(c_scope__gt=scope)
+        | Q(c_scope=scope, c_scope_key__gt=scope_key)
+        | Q(c_scope=scope, c_scope_key=scope_key, c_path__gt=path)
+    )
+
+
+def person_documents_page(
+    *, user_id: str, filters: DocumentFilter, after: tuple[Any, ...] | None, limit: int
+) -> list[MemoryDocument]:
+    """Up to ``limit + 1`` documents' metadata (no content) in (scope, scope_key, path) order."""
+    documents = _in_code_point_order(
+        MemoryDocument.objects.filter(_scope_condition(filters), end_user__user_id=user_id)
+    ).defer("content")
+    if filters.prefix is not None:
+        documents = documents.filter(path__startswith=canonical_prefix(filters.prefix))
+    if after is not None:
+        documents = documents.filter(_after(after))
+    return list(documents[: limit + 1])
+
+
+# --- Export --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PersonExport:
+    summary: PersonSummary
+    account_email: str | None = None
+    documents: list[MemoryDocument] = field(default_factory=list)
+    events: list[MemoryEvent] = field(default_factory=list)
+    portal_links: list[PortalLink] = field(default_factory=list)
+
+
+def person_export(*, user_id: str) -> PersonExport:
+    """Everything stored for the person. Passages are left out: they are copies of content.
+
+    An unknown ``user_id`` exports as empty, even if the feed still names it (the one
+    ``forgotten`` event a forgotten person leaves behind holds nothing of theirs).
+    """
+    end_user = EndUser.objects.filter(user_id=user_id).select_related("account").first()
+    if end_user is None:
+        return PersonExport(summary=PersonSummary(user_id=user_id))
+    return PersonExport(
+        summary=_summaries([end_user])[0],
+        account_email=end_user.account.email if end_user.account else None,
+        documents=list(_in_code_point_order(MemoryDocument.objects.filter(end_user=end_user))),
+        events=events_of_person(user_id=user_id),
+        portal_links=list(PortalLink.objects.filter(end_user=end_user).order_by("created_at")),
+    )

@@ -1,0 +1,222 @@
+"""Recall's search: the best passage of each visible document, ranked, in one SQL statement.
+
+Exact, not approximate. The passages an end user's session can see (its session, its
+profile, global) are found through the B-tree ``passage_visible`` (tenant, end user, scope,
+scope key); every one of them that has a vector of the current provider gets its cosine
+similarity to the query (``<=>``). There is no ANN index on purpose: one person's memory is
+small, so computing every distance costs little and the result equals brute force.
+
+Lexical search complements vectors (synonyms aside, a hashing or small model misses exact
+names and numbers) and stands in for them until a worker has embedded a new document.
+The query's words (``terms``: casefolded, deduplicated, stop words dropped unless nothing
+else is left, at most ``max_query_terms``) are matched against each passage: a term counts
+1 when the passage's full-text vector (``'simple'`` configuration) contains it, else its
+trigram ``word_similarity`` with the passage when that reaches pg_trgm's word threshold
+(0.6: plurals, small typos), else 0. ``lexical`` is the mean over terms, in [0, 1].
+
+Costs, and why the fuzzy part is bounded: the full-text test reads the stored ``tsvector``
+(about a microsecond a passage), so it runs on every visible passage. Trigram similarity
+reads the text (about 100 microseconds for a long passage and term), and no index can help:
+under row-level security PostgreSQL evaluates only leakproof operators inside an index scan,
+and ``@@``/``%>`` are not, so GIN indexes on ``search`` or ``text`` are never used for the
+application role (checked with EXPLAIN). Trigram similarity is therefore computed for a
+shortlist only: the ``fuzzy_candidates`` passages ranked best by vector and exact words, plus
+as many not yet embedded (newest first), for which lexical is all there is.
+
+The blend, a noisy-OR, so that each signal can only add to the other:
+
+    relevance = 1 - (1 - max(vector, 0)) * (1 - lexical_weight * lexical)
+
+with ``vector = 0`` before a passage is embedded. A document is represented by its most
+relevant passage, and ranked by
+
+    score = relevance * confidence * recency,  recency = 1 / (1 + recency_weight * ln(1 + age_days))
+
+(age from the document's last change; weights in ``settings.MEMORYHUB_RECALL``). Results
+with ``score < threshold`` are dropped unless the caller asks for everything (``threshold``
+None). ``similarity`` reports the vector's cosine similarity, or the lexical similarity for
+a passage that has no vector yet.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+
+from memoryhub.services.passages import SEARCH_CONFIG
+
+_WORD = re.compile(r"\w+")
+# English function words: in a question ("what does she eat?") they match every memory.
+_STOPWORDS = frozenset(
+    """
+    a an the and or but if then so than that this these those there here of to in on at by
+    for with from into onto as about over under up down out off is am are was were be been
+    being do does did done have has had having it its i me my mine we us our you your he him
+    his she her hers they them their what which who whom whose when where why how not no
+    all any some can could will would shall should may might must just also very know tell
+    """.split()
+)
+_MIN_TERM_CHARS = 2
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Whose memory, and which scopes of it, one recall may see."""
+
+    tenant_id: int
+    end_user_id: int
+    session_id: str | None
+    profile: str | None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    lexical_weight: float
+    recency_weight: float
+    max_query_terms: int
+    fuzzy_candidates: int = 100
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    document_id: int
+    passage_id: int
+    path: str
+    scope: str
+    scope_key: str
+    snippet: str
+    score: float
+    similarity: float
+    vector: float | None
+    lexical: float | None
+    confidence: float
+    updated_at: datetime
+
+
+def query_terms(query: str, *, limit: int) -> list[str]:
+    """The query's words for lexical matching (see module docstring)."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", query).casefold())
+    unique = list(dict.fromkeys(words))
+    long_enough = [w for w in unique if len(w) >= _MIN_TERM_CHARS] or unique
+    content = [w for w in long_enough if w not in _STOPWORDS] or long_enough
+    return content[:limit]
+
+
+def halfvec_literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+_VISIBLE = """
+    p.tenant_id = %(tenant)s AND p.end_user_id = %(end_user)s
+    AND ((p.scope = 'global' AND p.scope_key = '')
+         OR (p.scope = 'session' AND p.scope_key = %(session)s)
+         OR (p.scope = 'profile' AND p.scope_key = %(profile)s))
+"""
+_VECTOR_SIMILARITY = """
+    CASE WHEN p.embedding IS NOT NULL AND p.embedding_provider = %(provider)s
+         THEN 1 - (p.embedding <=> %(qvec)s::halfvec) END
+"""
+_EXACT_SHARE = """
+    (SELECT count(*) FROM terms t WHERE p.search @@ t.tq)::float8 / %(n_terms)s
+"""
+# Per term: 1 for the exact word, else a trigram match of at least pg_trgm's word threshold.
+FUZZY_THRESHOLD = 0.6
+_FUZZY_SHARE = """
+    (SELECT sum(CASE WHEN p.search @@ t.tq THEN 1.0
+                     WHEN word_similarity(t.term, p.text) >= %(fuzzy)s
+                     THEN word_similarity(t.term, p.text) ELSE 0 END)
+     FROM terms t)::float8 / %(n_terms)s
+"""
+
+_RANK = """
+WITH terms AS (
+    SELECT t.term, plainto_tsquery('{config}', t.term) AS tq FROM unnest(%(terms)s::text[]) AS t(term)
+),
+visible AS MATERIALIZED (
+    SELECT p.id, p.document_id, p.ordinal, p.text, p.search,
+           {vector} AS vsim, {exact} AS exact
+    FROM memoryhub_passage p
+    WHERE {visible}
+),
+shortlist AS (
+    (SELECT v.id FROM visible v
+     ORDER BY 1 - (1 - greatest(coalesce(v.vsim, 0), 0)) * (1 - %(lexical_weight)s * v.exact) DESC
+     LIMIT %(fuzzy_candidates)s)
+    UNION
+    (SELECT v.id FROM visible v WHERE v.vsim IS NULL ORDER BY v.id DESC LIMIT %(fuzzy_candidates)s)
+),
+fuzzy AS MATERIALIZED (  -- materialized: else the planner may compute it for every row
+    SELECT p.id, {fuzzy} AS lex FROM shortlist s JOIN visible p ON p.id = s.id
+),
+scored AS (
+    SELECT v.id, v.document_id, v.ordinal, v.vsim, coalesce(f.lex, v.exact) AS lex,
+           1 - (1 - greatest(coalesce(v.vsim, 0), 0))
+             * (1 - %(lexical_weight)s * coalesce(f.lex, v.exact)) AS relevance
+    FROM visible v LEFT JOIN fuzzy f ON f.id = v.id
+    WHERE v.vsim IS NOT NULL OR coalesce(f.lex, v.exact) > 0
+),
+best AS (
+    SELECT DISTINCT ON (document_id) * FROM scored
+    ORDER BY document_id, relevance DESC, ordinal
+),
+ranked AS (
+    SELECT b.*, d.path, d.scope, d.scope_key, d.confidence, d.updated_at,
+           b.relevance * d.confidence
+             / (1 + %(recency_weight)s * ln(1 + greatest(
+                    extract(epoch FROM %(now)s - d.updated_at)::float8, 0) / 86400.0))
+             AS score
+    FROM best b JOIN memoryhub_memorydocument d
+      ON d.id = b.document_id AND d.tenant_id = %(tenant)s
+),
+top AS (
+    SELECT * FROM ranked r WHERE {threshold}
+    ORDER BY r.score DESC, r.updated_at DESC, r.document_id LIMIT %(limit)s
+)
+SELECT r.document_id, r.id, r.path, r.scope, r.scope_key, p.text, r.score, r.vsim, r.lex,
+       r.confidence, r.updated_at
+FROM top r JOIN memoryhub_passage p ON p.id = r.id AND p.tenant_id = %(tenant)s
+ORDER BY r.score DESC, r.updated_at DESC, r.document_id
+"""
+
+
+def recall_search(
+    *, visibility: Visibility, query_vector: list[float] | None, provider: str, terms: list[str],
+    limit: int, threshold: float | None, ranking: Ranking, now: datetime,
+) -> list[RecallHit]:
+    """Rank the visible documents for a query (module docstring); ``threshold`` None keeps all."""
+    params: dict[str, object] = {
+        "tenant": visibility.tenant_id, "end_user": visibility.end_user_id,
+        "session": visibility.session_id, "profile": visibility.profile,
+        "provider": provider, "lexical_weight": ranking.lexical_weight,
+        "recency_weight": ranking.recency_weight, "now": now, "limit": limit,
+        "threshold": threshold, "fuzzy_candidates": ranking.fuzzy_candidates,
+        "terms": terms, "n_terms": max(len(terms), 1), "fuzzy": FUZZY_THRESHOLD,
+    }
+    vector = _VECTOR_SIMILARITY if query_vector is not None else "NULL::float8"
+    if query_vector is not None:
+        params["qvec"] = halfvec_literal(query_vector)
+    sql = _RANK.format(
+        config=SEARCH_CONFIG, visible=_VISIBLE, vector=vector,
+        exact=_EXACT_SHARE if terms else "0::float8",
+        fuzzy=_FUZZY_SHARE if terms else "0::float8",
+        threshold="r.score >= %(threshold)s" if threshold is not None else "true",
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [_hit(row) for row in rows]
+
+
+def _hit(row: tuple) -> RecallHit:
+    document_id, passage_id, path, scope, scope_key, text, score, vsim, lex, confidence, updated = row
+    similarity = vsim if vsim is not None else (lex or 0.0)
+    return RecallHit(
+        document_id=document_id, passage_id=passage_id, path=path, scope=scope,
+        scope_key=scope_key, snippet=text, score=float(score), similarity=float(similarity),
+        vector=None if vsim is None else float(vsim), lexical=None if lex is None else float(lex),
+        confidence=float(confidence), updated_at=updated,
+    )

@@ -1,0 +1,558 @@
+"""Writes of memory documents. Every writer goes through here: the memory tool (actor
+``assistant``), the documents API (``app``) and the web pages (``user``).
+
+Every write:
+
+- refuses content that is not text (a ``str`` that encodes to UTF-8, so no unpaired
+  surrogate, and no NUL), a description that is not one line of at most 200 characters, and
+  anything shaped like a credential (content, description or path: ``memoryhub.credentials``);
+- checks the tenant's limits (``memoryhub.limits``);
+- bumps ``version`` by exactly 1 (1 on create), sets ``updated_by`` and ``bytes``, keeps
+  recall's passages in step (``document_indexed``) and records ``memory.changed`` as its last
+  statement, all in the caller's transaction (``tenant_context`` always opens one).
+
+Concurrency. A write first takes the person's *write lock*: ``SELECT ... FOR NO KEY UPDATE``
+on the end user's row (``enduser_get_or_create``, ``enduser_find(for_update=True)``, or
+``_lock`` here). So every write of one person is serialized: a read-modify-write (str_replace,
+insert, append, rename, and create's existence check) cannot lose an update, two creates of
+one path cannot race into the unique constraint, each location stays a tree (no path is both a
+document and a directory), and the scope total a limit reads stays true until the write
+lands. ``NO KEY`` because inserting a document checks its foreign key with ``KEY SHARE``,
+which ``FOR UPDATE`` would block. The document rows a change reads are locked as well
+(``select_for_update``), against writers that delete without the person's lock (retention).
+The ``memory_*`` functions are the memory tool's commands; they expect the caller to hold the
+lock already (it took it with the same query that loaded the person).
+
+Errors. Every check runs before anything is modified. A caller that turns a refusal into a
+reply (the memory tool answers HTTP 200, and its transaction commits) therefore commits only
+what must survive the refusal: the ``memory.pressure`` event of a write refused by
+``max_scope_bytes``. A caller that answers with an HTTP error must not roll back the request's
+transaction if it wants to keep that event.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Sequence
+
+from django.db.models import Q
+from django.utils import timezone
+
+from memoryhub.credentials import credential_message, find_credential
+from memoryhub.errors import (
+    CredentialDetected,
+    DocumentNotFound,
+    InvalidPathError,
+    InvalidScope,
+    MemoryDisabled,
+    NotText,
+    ToolError,
+    VersionMismatch,
+)
+from memoryhub.limits import document_size_check, scope_bytes_check, write_tally_take
+from memoryhub.models import Actor, EndUser, MemoryDocument, Scope
+from memoryhub.paths import (
+    ROOT,
+    InvalidPath,
+    display_path,
+    has_memories_prefix,
+    invalid_path_message,
+    is_under,
+    normalize_path,
+    parent_dirs,
+    reparent,
+)
+from memoryhub.selectors.documents import (
+    Location,
+    directory_location,
+    document_resolve,
+    enduser_find,
+    memory_disabled_reason,
+)
+from memoryhub.services.events import changed_event
+from memoryhub.services.passages import document_indexed
+from memoryhub.tool_text import (
+    already_exists,
+    delete_does_not_exist,
+    delete_ok,
+    delete_root,
+    does_not_exist,
+    not_a_file,
+    rename_destination_exists,
+    rename_does_not_exist,
+    rename_ok,
+    rename_root,
+)
+from tenants.models import Tenant
+
+DESCRIPTION_MAX_CHARS = 200
+# Characters that would break the one-line description in the index: controls, line and
+# paragraph separators, unpaired surrogates.
+_NOT_ONE_LINE = frozenset({"Cc", "Zl", "Zp", "Cs"})
+
+# An edit of the memory tool: old content -> (new content, the text for the model).
+Edit = Callable[[str], tuple[str, str]]
+
+
+# --- end users -----------------------------------------------------------------------------
+
+
+def enduser_get_or_create(*, tenant: Tenant, user_id: str) -> EndUser:
+    """The end user, created on first write; returns it holding the person's write lock.
+
+    Race-safe: ``INSERT ... ON CONFLICT DO NOTHING`` waits for a concurrent insert of the same
+    person to commit, and the ``SELECT`` after it (a new statement) then sees that row.
+    """
+    found = enduser_find(user_id=user_id, for_update=True)
+    if found is not None:
+        return found
+    EndUser.objects.bulk_create([EndUser(tenant=tenant, user_id=user_id)], ignore_conflicts=True)
+    return EndUser.objects.select_for_update(no_key=True).get(user_id=user_id)
+
+
+def _lock(end_user: EndUser) -> EndUser:
+    """Take the person's write lock, and read the row again (``memory_enabled`` may have changed)."""
+    return EndUser.objects.select_for_update(no_key=True).get(pk=end_user.pk)
+
+
+def memory_disabled_error(reason: str) -> MemoryDisabled:
+    return MemoryDisabled(
+        f"Error: memory is disabled {reason}; continue without reading or saving memories."
+    )
+
+
+# --- content rules ---------------------------------------------------------------------------
+
+
+def canonical_path(raw: object) -> str:
+    """The stored form of a path as written; ``InvalidPathError`` with the contract's text."""
+    try:
+        return normalize_path(raw)
+    except InvalidPath as exc:
+        raise InvalidPathError(str(exc)) from exc
+
+
+def _shown(canonical: str, like: str) -> str:
+    """A canonical path spelled like the caller's own path (with or without ``/memories``)."""
+    return display_path(canonical) if has_memories_prefix(like) else canonical
+
+
+def text_check(content: object) -> str:
+    """Content must be text: a str, encodable as UTF-8 (no unpaired surrogate), without NUL."""
+    if not isinstance(content, str):
+        raise NotText("Error: the content must be a string of text.")
+    if "\x00" in content:
+        raise NotText(
+            "Error: the content contains a NUL character; memory stores text only. "
+            "Remove it and try again."
+        )
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise NotText(
+            "Error: the content is not valid UTF-8 (it contains an unpaired surrogate); "
+            "send plain text and try again."
+        ) from exc
+    return content
+
+
+def description_check(description: object) -> str | None:
+    """``None`` (keep or leave empty), or one line of at most 200 characters."""
+    if description is None:
+        return None
+    if (
+        not isinstance(description, str)
+        or len(description) > DESCRIPTION_MAX_CHARS
+        or any(unicodedata.category(char) in _NOT_ONE_LINE for char in description)
+    ):
+        raise NotText(
+            f"Error: description must be one line of text of at most {DESCRIPTION_MAX_CHARS} "
+            "characters; shorten it and try again."
+        )
+    return description
+
+
+def _credential_check(*texts: str | None) -> None:
+    for text in texts:
+        name = find_credential(text) if text else None
+        if name is not None:
+            raise CredentialDetected(credential_message(name))
+
+
+def _count_write(
+    *, tenant: Tenant, end_user: EndUser, actor: str, turn_id: str | None,
+    session_id: str | None,
+) -> None:
+    """``max_writes_per_turn`` counts the memory tool's writes only (see memoryhub.limits)."""
+    if actor == Actor.ASSISTANT:
+        write_tally_take(tenant=tenant, end_user=end_user, turn_id=turn_id, session_id=session_id)
+
+
+def _write_checks(
+    *, tenant: Tenant, end_user: EndUser, location: Location, label: str, content: str,
+    old_bytes: int, actor: str, turn_id: str | None, session_id: str | None,
+    scope_bytes: int | None = None,
+) -> int:
+    """Every rule a new content must pass, cheapest first; returns its UTF-8 size."""
+    text_check(content)
+    _credential_check(content)
+    size = len(content.encode("utf-8"))
+    document_size_check(tenant=tenant, label=label, size=size)
+    scope_bytes_check(
+        tenant=tenant, end_user=end_user, scope=location[0], scope_key=location[1],
+        old_bytes=old_bytes, new_bytes=size, actor=actor, used=scope_bytes,
+    )
+    _count_write(tenant=tenant, end_user=end_user, actor=actor, turn_id=turn_id,
+                 session_id=session_id)
+    return size
+
+
+def _location_check(scope: str, scope_key: str) -> Location:
+    if scope not in Scope.values:
+        raise InvalidScope("Error: scope must be one of session, profile, global.")
+    if (scope == Scope.GLOBAL) != (scope_key == ""):
+        raise InvalidScope("Error: a global document has no scope key; session and profile "
+                           "documents need one.")
+    return (scope, scope_key)
+
+
+# --- the tree of one location ----------------------------------------------------------------
+
+
+def _in(end_user: EndUser, location: Location) -> Q:
+    return Q(end_user=end_user, scope=location[0], scope_key=location[1])
+
+
+def _path_conflict(*, end_user: EndUser, location: Location, path: str) -> str | None:
+    """What keeps a *new* document at ``path`` out of its location.
+
+    ``"exists"`` (a document there), ``"directory"`` (documents below it), or the canonical
+    path of a document that would have to be a directory above it; ``None`` when free.
+    """
+    ancestors = parent_dirs(path)[1:]  # the root is always a directory
+    found = list(
+        MemoryDocument.objects.filter(
+            _in(end_user, location),
+            Q(path=path) | Q(path__in=ancestors) | Q(path__startswith=path + "/"),
+        ).values_list("path", flat=True)[:2]
+    )
+    if path in found:
+        return "exists"
+    if any(is_under(other, path) for other in found):
+        return "directory"
+    return found[0] if found else None
+
+
+def _under_a_document(ancestor: str, label: str) -> InvalidPathError:
+    return InvalidPathError(
+        f"Error: {_shown(ancestor, label)} is a document, not a directory, so {label} cannot "
+        "be written under it; choose another path."
+    )
+
+
+# --- the three primitive changes --------------------------------------------------------------
+
+
+def _create(
+    *, tenant: Tenant, end_user: EndUser, location: Location, path: str, content: str,
+    size: int, description: str | None, confidence: float | None, actor: str,
+) -> MemoryDocument:
+    document = MemoryDocument.objects.create(
+        tenant=tenant, end_user=end_user, scope=location[0], scope_key=location[1], path=path,
+        content=content, bytes=size, version=1, updated_by=actor, description=description or "",
+        confidence=1.0 if confidence is None else confidence,
+    )
+    document_indexed(document=document)
+    changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="created",
+                  path=path, scope=location[0], scope_key=location[1])
+    return document
+
+
+def _update(
+    *, tenant: Tenant, end_user: EndUser, document: MemoryDocument, content: str, size: int,
+    description: str | None, confidence: float | None, actor: str,
+) -> MemoryDocument:
+    document.content = content
+    document.bytes = size
+    document.version += 1
+    document.updated_by = actor
+    fields = ["content", "bytes", "version", "updated_by", "updated_at"]
+    if description is not None:
+        document.description = description
+        fields.append("description")
+    if confidence is not None:
+        document.confidence = confidence
+        fields.append("confidence")
+    document.save(update_fields=fields)
+    document_indexed(document=document)
+    changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="updated",
+                  path=document.path, scope=document.scope, scope_key=document.scope_key)
+    return document
+
+
+def _delete(*, tenant: Tenant, end_user: EndUser, documents: Sequence[MemoryDocument],
+            actor: str) -> None:
+    MemoryDocument.objects.filter(pk__in=[document.pk for document in documents]).delete()
+    for document in documents:
+        changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor,
+                      change="deleted", path=document.path, scope=document.scope,
+                      scope_key=document.scope_key)
+
+
+# --- the documents API and the web pages ------------------------------------------------------
+
+
+def document_put(
+    *, tenant: Tenant, end_user: EndUser, scope: str, scope_key: str, path: str, content: str,
+    description: str | None = None, confidence: float | None = None, actor: str,
+    expected_version: int | None = None, create_only: bool = False,
+    turn_id: str | None = None, session_id: str | None = None,
+) -> tuple[MemoryDocument, bool]:
+    """Create or replace the document at ``(scope, scope_key, path)``; returns ``(doc, created)``.
+
+    ``path`` as the caller wrote it (``/memories/a.md`` or ``/a.md``). ``description`` and
+    ``confidence`` of ``None`` keep the current values (empty and 1.0 on create).
+    ``expected_version`` replaces only that version and ``create_only`` only creates, else
+    ``VersionMismatch``. Raises ``InvalidPathError`` (also for the root, a directory, or a path
+    below a document), ``InvalidScope``, ``NotText``, ``CredentialDetected``,
+    ``DocumentTooLarge``, ``ScopeFull``, ``TooManyWrites`` (actor assistant only),
+    ``MemoryDisabled``.
+    """
+    canonical = canonical_path(path)
+    if canonical == ROOT:
+        raise InvalidPathError(invalid_path_message(path))
+    location = _location_check(scope, scope_key)
+    description = description_check(description)
+    if confidence is not None and not 0.0 <= confidence <= 1.0:
+        raise ValueError("confidence must be between 0 and 1")
+    end_user = _lock(end_user)
+    reason = memory_disabled_reason(
+        tenant=tenant, end_user=end_user, profile=scope_key if scope == Scope.PROFILE else None
+    )
+    if reason is not None:
+        raise memory_disabled_error(reason)
+    existing = (
+        MemoryDocument.objects.select_for_update()
+        .filter(_in(end_user, location), path=canonical)
+        .first()
+    )
+    if existing is not None and create_only:
+        raise VersionMismatch(f"Error: {path} already exists (version {existing.version}).")
+    if expected_version is not None and (existing is None or existing.version != expected_version):
+        current = "does not exist" if existing is None else f"is at version {existing.version}"
+        raise VersionMismatch(
+            f"Error: {path} {current}, not version {expected_version}; read it again and retry."
+        )
+    if existing is None:
+        conflict = _path_conflict(end_user=end_user, location=location, path=canonical)
+        if conflict == "directory":
+            raise InvalidPathError(
+                f"Error: {path} is a directory (documents are stored below it); choose "
+                "another path."
+            )
+        if conflict is not None:
+            raise _under_a_document(conflict, path)
+    _credential_check(canonical, description)
+    size = _write_checks(
+        tenant=tenant, end_user=end_user, location=location, label=path, content=content,
+        old_bytes=existing.bytes if existing else 0, actor=actor, turn_id=turn_id,
+        session_id=session_id,
+    )
+    if existing is None:
+        created = _create(
+            tenant=tenant, end_user=end_user, location=location, path=canonical, content=content,
+            size=size, description=description, confidence=confidence, actor=actor,
+        )
+        return created, True
+    updated = _update(
+        tenant=tenant, end_user=end_user, document=existing, content=content, size=size,
+        description=description, confidence=confidence, actor=actor,
+    )
+    return updated, False
+
+
+def document_remove(
+    *, tenant: Tenant, end_user: EndUser, document: MemoryDocument, actor: str,
+    expected_version: int | None = None,
+) -> None:
+    """Delete one document; ``expected_version`` deletes only that version (``VersionMismatch``).
+
+    Allowed while memory is disabled: a person can always remove what is stored about them.
+    Raises ``DocumentNotFound`` when it is already gone.
+    """
+    end_user = _lock(end_user)
+    current = MemoryDocument.objects.select_for_update().filter(pk=document.pk).first()
+    if current is None:
+        raise DocumentNotFound("Error: the document does not exist.")
+    if expected_version is not None and current.version != expected_version:
+        raise VersionMismatch(
+            f"Error: the document is at version {current.version}, not {expected_version}; "
+            "read it again and retry."
+        )
+    _delete(tenant=tenant, end_user=end_user, documents=[current], actor=actor)
+
+
+# --- the memory tool's commands (the caller holds the person's write lock) ---------------------
+
+
+def memory_create(
+    *, tenant: Tenant, end_user: EndUser, location: Location, path: str, label: str,
+    content: str, description: str | None, actor: str, turn_id: str | None,
+    session_id: str | None,
+) -> MemoryDocument:
+    """``create``: a new document only (``File <label> already exists`` for a document, a
+    directory or the root, like the reference). ``path`` canonical, ``label`` as written."""
+    if path == ROOT:
+        raise ToolError(already_exists(label))
+    conflict = _path_conflict(end_user=end_user, location=location, path=path)
+    if conflict in ("exists", "directory"):
+        raise ToolError(already_exists(label))
+    if conflict is not None:
+        raise _under_a_document(conflict, label)
+    description = description_check(description)
+    _credential_check(path, description)
+    size = _write_checks(
+        tenant=tenant, end_user=end_user, location=location, label=label, content=content,
+        old_bytes=0, actor=actor, turn_id=turn_id, session_id=session_id,
+    )
+    return _create(tenant=tenant, end_user=end_user, location=location, path=path,
+                   content=content, size=size, description=description, confidence=None,
+                   actor=actor)
+
+
+def memory_edit(
+    *, tenant: Tenant, end_user: EndUser | None, locations: Sequence[Location], path: str,
+    label: str, edit: Edit, actor: str, turn_id: str | None, session_id: str | None,
+) -> str:
+    """str_replace, insert, append: lock the document the lookup finds, apply ``edit``, save.
+
+    ``edit`` raises ``ToolError`` for the reference's own refusals (no match, bad line).
+    """
+    if path == ROOT:
+        raise ToolError(not_a_file(label))
+    if end_user is None:
+        raise ToolError(does_not_exist(label))
+    document = document_resolve(end_user=end_user, locations=locations, path=path, lock=True)
+    if document is None:
+        if directory_location(end_user=end_user, locations=locations, path=path):
+            raise ToolError(not_a_file(label))
+        raise ToolError(does_not_exist(label))
+    content, message = edit(document.content)
+    size = _write_checks(
+        tenant=tenant, end_user=end_user, location=(document.scope, document.scope_key),
+        label=label, content=content, old_bytes=document.bytes, actor=actor, turn_id=turn_id,
+        session_id=session_id, scope_bytes=document.scope_bytes,
+    )
+    _update(tenant=tenant, end_user=end_user, document=document, content=content, size=size,
+            description=None, confidence=None, actor=actor)
+    return message
+
+
+def memory_delete(
+    *, tenant: Tenant, end_user: EndUser | None, locations: Sequence[Location], path: str,
+    label: str, actor: str, turn_id: str | None, session_id: str | None,
+) -> str:
+    """``delete``: the document the lookup finds, else the directory in its first location
+    with everything below it."""
+    if path == ROOT:
+        raise ToolError(delete_root())
+    if end_user is None:
+        raise ToolError(delete_does_not_exist(label))
+    document = document_resolve(end_user=end_user, locations=locations, path=path, lock=True)
+    if document is not None:
+        doomed = [document]
+    else:
+        location = directory_location(end_user=end_user, locations=locations, path=path)
+        if location is None:
+            raise ToolError(delete_does_not_exist(label))
+        doomed = list(
+            MemoryDocument.objects.select_for_update()
+            .filter(_in(end_user, location), path__startswith=path + "/")
+            .only("id", "path", "scope", "scope_key")
+        )
+    _count_write(tenant=tenant, end_user=end_user, actor=actor, turn_id=turn_id,
+                 session_id=session_id)
+    _delete(tenant=tenant, end_user=end_user, documents=doomed, actor=actor)
+    return delete_ok(label)
+
+
+def _taken(*, end_user: EndUser, locations: Sequence[Location], path: str) -> bool:
+    """Whether ``path`` names a document or a directory in any of ``locations``."""
+    if path == ROOT:
+        return True
+    where = Q(pk__in=[])
+    for location in locations:
+        where |= _in(end_user, location)
+    return MemoryDocument.objects.filter(
+        where, Q(path=path) | Q(path__startswith=path + "/")
+    ).exists()
+
+
+def memory_rename(
+    *, tenant: Tenant, end_user: EndUser | None, locations: Sequence[Location], old: str,
+    new: str, old_label: str, new_label: str, actor: str, turn_id: str | None,
+    session_id: str | None,
+) -> str:
+    """``rename`` a document or a directory within the location the lookup finds it in.
+
+    The reference's order of refusals: the root, an existing destination (checked even when
+    the source is missing), a missing source. Then this service's own: a directory into
+    itself, a destination below a document, a moved path over the path limits.
+    """
+    if old == ROOT:
+        raise ToolError(rename_root())
+    if end_user is None:
+        if new == ROOT:
+            raise ToolError(rename_destination_exists(new_label))
+        raise ToolError(rename_does_not_exist(old_label))
+    source = document_resolve(end_user=end_user, locations=locations, path=old, lock=True)
+    location = (
+        (source.scope, source.scope_key) if source is not None
+        else directory_location(end_user=end_user, locations=locations, path=old)
+    )
+    if _taken(end_user=end_user, locations=[location] if location else locations, path=new):
+        raise ToolError(rename_destination_exists(new_label))
+    if location is None:
+        raise ToolError(rename_does_not_exist(old_label))
+    if source is None and is_under(new, old):
+        raise InvalidPathError(
+            f"Error: cannot move {old_label} into itself ({new_label}); choose a destination "
+            "outside it."
+        )
+    conflict = _path_conflict(end_user=end_user, location=location, path=new)
+    if conflict not in (None, "exists", "directory"):
+        raise _under_a_document(conflict, new_label)
+    _credential_check(new)
+    if source is not None:
+        moves = [(source, new)]
+    else:
+        below = (
+            MemoryDocument.objects.select_for_update()
+            .filter(_in(end_user, location), path__startswith=old + "/")
+        )
+        moves = [(document, reparent(document.path, old, new)) for document in below]
+    for _, moved in moves:
+        try:
+            normalize_path(moved)
+        except InvalidPath as exc:
+            raise InvalidPathError(invalid_path_message(_shown(moved, new_label))) from exc
+    _count_write(tenant=tenant, end_user=end_user, actor=actor, turn_id=turn_id,
+                 session_id=session_id)
+    now = timezone.now()
+    renamed: list[tuple[str, MemoryDocument]] = []
+    for document, moved in moves:
+        renamed.append((document.path, document))
+        document.path = moved
+        document.version += 1
+        document.updated_by = actor
+        document.updated_at = now
+    MemoryDocument.objects.bulk_update(
+        [document for _, document in renamed], ["path", "version", "updated_by", "updated_at"]
+    )
+    for _, document in renamed:
+        document_indexed(document=document)
+    for old_path, document in renamed:
+        changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor,
+                      change="renamed", path=document.path, old_path=old_path,
+                      scope=document.scope, scope_key=document.scope_key)
+    return rename_ok(old_label, new_label)

@@ -1,0 +1,121 @@
+"""Recall for one end user's session: who may see what, the query's vector, the prompt block.
+
+``memory_recall`` answers ``POST /api/v1/users/{user_id}/recall``. Memory switched off for
+the tenant, for the session's profile or by the person yields no results (as does an end
+user nobody has written for). Otherwise the query is embedded with the configured provider
+(timed separately, so callers and the benchmark can tell model time from search time) and
+``memoryhub.selectors.recall.recall_search`` ranks the documents the session can see.
+
+``context`` is the ``<memori_context>`` block of the contract, built from the results that
+pass the threshold (with ``relaxed`` the results also show the ones that did not, for
+debugging, but the block never does); empty when none passes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.utils import timezone
+
+from memoryhub.embeddings import get_provider
+from memoryhub.models import EndUser
+from memoryhub.selectors.documents import enduser_find, memory_enabled
+from memoryhub.selectors.recall import (
+    Ranking,
+    RecallHit,
+    Visibility,
+    query_terms,
+    recall_search,
+)
+from memoryhub.services.passages import provider_key
+from tenants.models import Tenant
+
+CONTEXT_HEADER = (
+    "<memori_context>\n"
+    "Only use the relevant context if it is relevant to the user's query.\n"
+    "Relevant context about the user:\n"
+)
+CONTEXT_FOOTER = "</memori_context>"
+# A memory that contains the block's own tags could close it early and speak as the prompt.
+_CONTEXT_TAG = re.compile(r"<(/?)(memori_context)", re.IGNORECASE)
+_WHITESPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Recall:
+    results: list[RecallHit]
+    context: str
+    embed_seconds: float  # the provider call for the query; 0 when it did not run
+    search_seconds: float
+
+
+EMPTY = Recall(results=[], context="", embed_seconds=0.0, search_seconds=0.0)
+
+
+def ranking_settings() -> Ranking:
+    config = settings.MEMORYHUB_RECALL
+    return Ranking(
+        lexical_weight=float(config["lexical_weight"]),
+        recency_weight=float(config["recency_weight"]),
+        max_query_terms=int(config["max_query_terms"]),
+        fuzzy_candidates=int(config["fuzzy_candidates"]),
+    )
+
+
+def _visible_end_user(*, tenant: Tenant, user_id: str, profile: str | None) -> EndUser | None:
+    """The end user whose memory this session may read, or None when it gets no memory."""
+    end_user = enduser_find(user_id=user_id)
+    if end_user is None or not memory_enabled(tenant=tenant, end_user=end_user, profile=profile):
+        return None
+    return end_user
+
+
+def query_embed(query: str) -> tuple[list[float] | None, str, float]:
+    """(vector or None for a query with nothing to embed, provider key, seconds taken)."""
+    provider = get_provider()
+    started = time.perf_counter()
+    vector = provider.embed([query])[0]
+    elapsed = time.perf_counter() - started
+    if not any(vector):  # the zero vector: no similarity is defined
+        return None, provider_key(provider), elapsed
+    return vector, provider_key(provider), elapsed
+
+
+def memory_recall(
+    *, tenant: Tenant, user_id: str, query: str, limit: int, threshold: float | None,
+    relaxed: bool, session_id: str | None, profile: str | None, now: datetime | None = None,
+) -> Recall:
+    end_user = _visible_end_user(tenant=tenant, user_id=user_id, profile=profile)
+    if end_user is None:
+        return EMPTY
+    threshold = tenant.recall_threshold if threshold is None else threshold
+    ranking = ranking_settings()
+    vector, provider, embed_seconds = query_embed(query)
+    started = time.perf_counter()
+    hits = recall_search(
+        visibility=Visibility(tenant.id, end_user.pk, session_id, profile),
+        query_vector=vector, provider=provider,
+        terms=query_terms(query, limit=ranking.max_query_terms), limit=limit,
+        threshold=None if relaxed else threshold, ranking=ranking, now=now or timezone.now(),
+    )
+    search_seconds = time.perf_counter() - started
+    passing = [hit for hit in hits if hit.score >= threshold]
+    return Recall(hits, recall_context(passing), embed_seconds, search_seconds)
+
+
+def _context_line(hit: RecallHit) -> str:
+    text = _WHITESPACE.sub(" ", hit.snippet).strip()
+    text = _CONTEXT_TAG.sub(r"‹\1\2", text)
+    stated = hit.updated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return f"- {text} Stated at {stated}\n"
+
+
+def recall_context(hits: list[RecallHit]) -> str:
+    """The ``<memori_context>`` block for the prompt; empty without hits."""
+    if not hits:
+        return ""
+    return CONTEXT_HEADER + "".join(_context_line(hit) for hit in hits) + CONTEXT_FOOTER

@@ -1,0 +1,47 @@
+"""Retention: session-scope memory is purged ``tenant.session_days`` after its last change.
+
+The unit is the session, as for ``DELETE /api/v1/users/{u}/sessions/{s}``: a session whose
+newest document changed before the cutoff loses all its documents (and their passages);
+a session still being written to keeps its older documents. Profile and global memory are
+never purged by age. ``session_days = null`` keeps sessions forever.
+
+Each purged document records a ``memory.changed`` ``deleted`` event, so the feed and the
+webhooks tell the tenant's app what went. The actor is ``app``: the deletion follows the
+tenant's own retention setting, set by its admins for their app, and the contract's actors
+are ``assistant``, ``user`` and ``app`` only (no fourth value for consumers to learn).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db.models import Max
+
+from memoryhub.models import Actor, MemoryDocument, Scope
+from memoryhub.services.people import session_forget
+from tenants.models import Tenant
+
+RETENTION_BATCH = 200  # sessions per transaction
+
+
+def sessions_expired(*, cutoff: datetime, limit: int) -> list[tuple[str, str]]:
+    """(user_id, session_id) of sessions whose last change is before ``cutoff``."""
+    rows = (
+        MemoryDocument.objects.filter(scope=Scope.SESSION)
+        .values("end_user__user_id", "scope_key")
+        .annotate(last_change=Max("updated_at"))
+        .filter(last_change__lt=cutoff)
+        .order_by("last_change")[:limit]
+    )
+    return [(row["end_user__user_id"], row["scope_key"]) for row in rows]
+
+
+def retention_purge_batch(*, tenant: Tenant, now: datetime) -> int:
+    """Purge up to RETENTION_BATCH expired sessions of the tenant; returns how many."""
+    if tenant.session_days is None:
+        return 0
+    cutoff = now - timedelta(days=tenant.session_days)
+    expired = sessions_expired(cutoff=cutoff, limit=RETENTION_BATCH)
+    for user_id, session_id in expired:
+        session_forget(tenant=tenant, user_id=user_id, session_id=session_id, actor=Actor.APP)
+    return len(expired)

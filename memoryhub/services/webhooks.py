@@ -1,0 +1,352 @@
+"""Webhooks: the tenant's events POSTed to its endpoints, signed, retried, switched off when dead.
+
+Contract for receivers (also in the API docs of ``/api/v1/webhooks``):
+- Every ``memory.changed`` and ``memory.pressure`` event the endpoint subscribes to is POSTed
+  as JSON, the same object as in ``GET /api/v1/events``: ``{"id", "type", "created_at",
+  "actor", "user_id", "data"}``.
+- Headers: ``X-MemoryHub-Timestamp`` (Unix seconds of this attempt), ``X-MemoryHub-Signature:
+  sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>" keyed with the endpoint's secret>``,
+  ``X-MemoryHub-Event`` (type) and ``X-MemoryHub-Delivery`` (stable across retries: use it
+  to drop duplicates). Receivers should compare in constant time and refuse old timestamps.
+- Any 2xx is success. Anything else (or no answer within the timeout) is retried after
+  ``retry_base * 2**(attempt-1)`` seconds, at most ``retry_max``; redirects are not followed.
+- An endpoint whose deliveries have all failed for ``disable_after`` (a day) is switched
+  off with ``disabled_reason``; its pending deliveries are abandoned (the event feed still
+  has them). An admin switches it back on through the API.
+
+Durability: the delivery rows are written in the transaction of the event (an outbox), and
+enqueued on commit; the beat sweep re-enqueues any that are due but whose message was lost.
+Sending holds the delivery row's lock (FOR UPDATE SKIP LOCKED) for the HTTP call, so two
+workers never send the same delivery at once; a row that is not pending or not yet due is
+left alone, so duplicate messages are harmless.
+
+SSRF: URLs must be http(s) without credentials; unless ``allow_private_urls`` is set,
+hosts that resolve to loopback, private, link-local or otherwise reserved addresses are
+refused at creation and again at each delivery. Known hole: DNS can change between that
+check and the connection (rebinding); a network egress policy closes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+from django.utils import timezone
+
+from memoryhub.models import (
+    DeliveryStatus,
+    EventType,
+    MemoryEvent,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
+from tenants.models import Tenant
+from tenants.services import audit_record
+
+logger = logging.getLogger(__name__)
+
+SECRET_PREFIX = "whsec_"  # noqa: S105 - a prefix, not a secret
+SIGNATURE_HEADER = "X-MemoryHub-Signature"
+TIMESTAMP_HEADER = "X-MemoryHub-Timestamp"
+EVENT_HEADER = "X-MemoryHub-Event"
+DELIVERY_HEADER = "X-MemoryHub-Delivery"
+EVENT_TYPES = tuple(EventType.values)
+MIN_SECRET_LENGTH = 16
+_MAX_ERROR = 500
+
+
+class WebhookUrlError(ValueError):
+    """A URL this service will not POST to; the message says why."""
+
+
+def _config() -> dict[str, Any]:
+    return settings.MEMORYHUB_WEBHOOKS
+
+
+# --- Signing -------------------------------------------------------------------------------
+
+
+def signature(*, secret: str, timestamp: int, body: bytes) -> str:
+    """The ``X-MemoryHub-Signature`` value for one attempt."""
+    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"sha256={digest.hexdigest()}"
+
+
+def signature_valid(*, secret: str, timestamp: str, body: bytes, header: str) -> bool:
+    """What a receiver does (used by tests and documented for tenants)."""
+    if not timestamp.isdigit():
+        return False
+    expected = signature(secret=secret, timestamp=int(timestamp), body=body)
+    return hmac.compare_digest(expected, header)
+
+
+def event_payload(event: MemoryEvent) -> bytes:
+    """The event as in the event feed, as the exact bytes that are signed and sent."""
+    body = {
+        "id": event.id, "type": event.type, "created_at": event.created_at,
+        "actor": event.actor, "user_id": event.user_id, "data": event.data,
+    }
+    return json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":")).encode()
+
+
+# --- URLs ----------------------------------------------------------------------------------
+
+
+def _address_allowed(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def webhook_url_check(url: str, *, resolve: bool = True) -> None:
+    """Raise WebhookUrlError unless ``url`` is one this service may POST to."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise WebhookUrlError("The URL must be http:// or https:// with a host.")
+    if parts.username or parts.password:
+        raise WebhookUrlError("Put no credentials in the URL; verify the signature instead.")
+    if _config()["allow_private_urls"] or not resolve:
+        return
+    try:
+        infos = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise WebhookUrlError(f"The host {parts.hostname} does not resolve.") from exc
+    for info in infos:
+        if not _address_allowed(str(info[4][0])):
+            raise WebhookUrlError(
+                f"The host {parts.hostname} resolves to {info[4][0]}, a private or reserved "
+                "address; webhooks go to public addresses only."
+            )
+
+
+# --- Endpoints (admin API) -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreatedEndpoint:
+    endpoint: WebhookEndpoint
+    secret: str  # shown once, in the creation response
+
+
+def secret_generate() -> str:
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def secret_masked(secret: str) -> str:
+    return f"{secret[:len(SECRET_PREFIX)] if secret.startswith(SECRET_PREFIX) else ''}…{secret[-4:]}"
+
+
+def webhook_create(
+    *, tenant: Tenant, url: str, event_types: list[str], secret: str | None, enabled: bool,
+    actor: str,
+) -> CreatedEndpoint:
+    webhook_url_check(url)
+    secret = secret or secret_generate()
+    endpoint = WebhookEndpoint.objects.create(
+        tenant=tenant, url=url, secret=secret, event_types=sorted(set(event_types)),
+        enabled=enabled,
+    )
+    audit_record(tenant=tenant, actor=actor, action="webhook.created", target=url,
+                 data={"id": endpoint.pk, "event_types": endpoint.event_types})
+    return CreatedEndpoint(endpoint, secret)
+
+
+WEBHOOK_FIELDS = frozenset({"url", "event_types", "enabled", "secret"})
+
+
+def webhook_update(
+    *, tenant: Tenant, endpoint: WebhookEndpoint, changes: dict[str, Any], actor: str
+) -> WebhookEndpoint:
+    """Apply validated changes. Switching an endpoint on again clears its failure record."""
+    unknown = set(changes) - WEBHOOK_FIELDS
+    if unknown:
+        raise ValueError(f"not webhook fields: {sorted(unknown)}")
+    if "url" in changes:
+        webhook_url_check(changes["url"])
+    if "event_types" in changes:
+        changes = {**changes, "event_types": sorted(set(changes["event_types"]))}
+    if changes.get("enabled") and not endpoint.enabled:
+        endpoint.disabled_reason = ""
+        endpoint.failing_since = None
+    for field, value in changes.items():
+        setattr(endpoint, field, value)
+    endpoint.save()
+    logged = {k: v for k, v in changes.items() if k != "secret"}
+    if "secret" in changes:
+        logged["secret"] = "changed"  # noqa: S105 - never the value itself
+    audit_record(tenant=tenant, actor=actor, action="webhook.updated", target=endpoint.url,
+                 data={"id": endpoint.pk, **logged})
+    return endpoint
+
+
+def webhook_delete(*, tenant: Tenant, endpoint: WebhookEndpoint, actor: str) -> None:
+    audit_record(tenant=tenant, actor=actor, action="webhook.deleted", target=endpoint.url,
+                 data={"id": endpoint.pk})
+    endpoint.delete()  # its deliveries go with it
+
+
+# --- Deliveries ----------------------------------------------------------------------------
+
+
+def deliveries_create(*, event: MemoryEvent) -> list[WebhookDelivery]:
+    """Queue the event for every enabled endpoint subscribed to its type (in its transaction)."""
+    endpoints = list(
+        WebhookEndpoint.objects.filter(enabled=True, event_types__contains=[event.type])
+        .values_list("id", flat=True)
+    )
+    if not endpoints:
+        return []
+    now = timezone.now()
+    deliveries = WebhookDelivery.objects.bulk_create([
+        WebhookDelivery(tenant_id=event.tenant_id, endpoint_id=endpoint_id, event=event,
+                        next_attempt_at=now)
+        for endpoint_id in endpoints
+    ])
+    for delivery in deliveries:
+        transaction.on_commit(
+            partial(_enqueue, tenant_id=event.tenant_id, delivery_id=delivery.pk), robust=True
+        )
+    return deliveries
+
+
+def _enqueue(*, tenant_id: int, delivery_id: int, countdown: float = 0) -> None:
+    from memoryhub.tasks import deliver_webhook  # tasks import this module
+
+    try:
+        deliver_webhook.apply_async(
+            kwargs={"tenant_id": tenant_id, "delivery_id": delivery_id}, countdown=countdown
+        )
+    except Exception:
+        logger.exception("could not enqueue webhook delivery %s; the sweep will", delivery_id)
+
+
+def deliveries_due(*, now: datetime, limit: int) -> list[int]:
+    """Pending deliveries due more than a minute ago (their own message should have run)."""
+    return list(
+        WebhookDelivery.objects.filter(
+            status=DeliveryStatus.PENDING, next_attempt_at__lt=now - timedelta(minutes=1)
+        )
+        .order_by("next_attempt_at")
+        .values_list("id", flat=True)[:limit]
+    )
+
+
+def retry_delay(attempts: int) -> float:
+    config = _config()
+    return min(config["retry_base"] * 2 ** max(attempts - 1, 0), config["retry_max"])
+
+
+@dataclass(frozen=True)
+class Attempt:
+    status: int | None  # HTTP status, None when there was no answer
+    error: str  # empty on success
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+def _post(*, endpoint: WebhookEndpoint, delivery: WebhookDelivery) -> Attempt:
+    try:
+        webhook_url_check(endpoint.url)
+    except WebhookUrlError as exc:
+        return Attempt(None, str(exc))
+    body = event_payload(delivery.event)
+    timestamp = int(time.time())
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "MemoryHub-Webhooks/1",
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: signature(secret=endpoint.secret, timestamp=timestamp, body=body),
+        EVENT_HEADER: delivery.event.type,
+        DELIVERY_HEADER: str(delivery.pk),
+    }
+    try:
+        response = httpx.post(endpoint.url, content=body, headers=headers,
+                              timeout=_config()["timeout"], follow_redirects=False)
+    except httpx.TimeoutException:
+        return Attempt(None, "no answer within the timeout")
+    except httpx.HTTPError as exc:
+        return Attempt(None, f"connection failed: {exc}"[:_MAX_ERROR])
+    if 200 <= response.status_code < 300:
+        return Attempt(response.status_code, "")
+    return Attempt(response.status_code, f"HTTP {response.status_code}")
+
+
+def webhook_deliver(*, delivery_id: int) -> str:
+    """Send one delivery if it is pending and due; record the outcome. Returns the status."""
+    delivery = (
+        WebhookDelivery.objects.select_for_update(skip_locked=True, of=("self",))
+        .select_related("endpoint", "event")
+        .filter(pk=delivery_id)
+        .first()
+    )
+    if delivery is None:
+        return "skipped"  # gone, or another worker holds it
+    now = timezone.now()
+    if delivery.status != DeliveryStatus.PENDING or delivery.next_attempt_at > now:
+        return "skipped"  # done already, or a duplicate message ahead of its retry time
+    if not delivery.endpoint.enabled:
+        delivery.status = DeliveryStatus.ABANDONED
+        delivery.save(update_fields=["status"])
+        return delivery.status
+    attempt = _post(endpoint=delivery.endpoint, delivery=delivery)
+    _attempt_record(delivery=delivery, attempt=attempt, now=timezone.now())
+    return delivery.status
+
+
+def _attempt_record(*, delivery: WebhookDelivery, attempt: Attempt, now: datetime) -> None:
+    endpoint = WebhookEndpoint.objects.select_for_update().get(pk=delivery.endpoint_id)
+    endpoint.last_status = attempt.status
+    endpoint.last_error = attempt.error[:_MAX_ERROR]
+    endpoint.last_attempt_at = now
+    delivery.attempts += 1
+    delivery.last_status = attempt.status
+    delivery.last_error = attempt.error[:_MAX_ERROR]
+    if attempt.ok:
+        endpoint.last_success_at = now
+        endpoint.failing_since = None
+        delivery.status = DeliveryStatus.DELIVERED
+        delivery.delivered_at = now
+    else:
+        endpoint.failing_since = endpoint.failing_since or now
+        failing_for = (now - endpoint.failing_since).total_seconds()
+        if endpoint.enabled and failing_for >= _config()["disable_after"]:
+            _switch_off(endpoint=endpoint, now=now, error=attempt.error)
+            delivery.status = DeliveryStatus.ABANDONED
+        else:
+            delay = retry_delay(delivery.attempts)
+            delivery.next_attempt_at = now + timedelta(seconds=delay)
+            transaction.on_commit(partial(
+                _enqueue, tenant_id=delivery.tenant_id, delivery_id=delivery.pk, countdown=delay
+            ), robust=True)
+    endpoint.save()
+    delivery.save()
+
+
+def _switch_off(*, endpoint: WebhookEndpoint, now: datetime, error: str) -> None:
+    endpoint.enabled = False
+    endpoint.disabled_reason = (
+        f"Switched off at {now:%Y-%m-%d %H:%M} UTC: every delivery has failed since "
+        f"{endpoint.failing_since:%Y-%m-%d %H:%M} UTC (last: {error}). Fix the endpoint, "
+        "then set enabled to true; missed events are in GET /api/v1/events."
+    )[:_MAX_ERROR]
+    WebhookDelivery.objects.filter(endpoint=endpoint, status=DeliveryStatus.PENDING).update(
+        status=DeliveryStatus.ABANDONED
+    )

@@ -1,0 +1,98 @@
+"""Celery tasks: thin, keyword-only ids, each in its own tenant context, each idempotent.
+
+A task loads what it needs by id inside ``tenant_context`` (RLS applies to the worker like
+to any request) and calls one service. Running a task twice changes nothing the second
+time: the embedding task skips a document whose version moved on and passages that already
+have a vector; a delivery is sent only while its row is pending and due, under a row lock.
+
+Beat (``CELERY_BEAT_SCHEDULE`` in settings) runs the sweeps. They iterate tenants (the
+Tenant table is platform data, readable without a tenant) and work for each one inside its
+own context: retention fans out one task per tenant; the webhook and embedding sweeps only
+re-enqueue work a lost message left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.utils import timezone
+
+from memoryhub.embeddings import EmbeddingError
+from memoryhub.services.passages import document_embed, documents_awaiting_vectors
+from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch
+from memoryhub.services.webhooks import deliveries_due, webhook_deliver
+from tenants.context import tenant_context
+from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+# A passage younger than this is still in the normal path (its on-commit task).
+EMBED_SWEEP_GRACE = timedelta(minutes=2)
+SWEEP_LIMIT = 1000  # per tenant and run; the next run takes the rest
+
+
+@shared_task(
+    autoretry_for=(EmbeddingError,), retry_backoff=5, retry_backoff_max=600, max_retries=8,
+)
+def embed_document(*, tenant_id: int, document_id: int, version: int) -> int:
+    with tenant_context(tenant_id):
+        return document_embed(document_id=document_id, version=version)
+
+
+@shared_task
+def deliver_webhook(*, tenant_id: int, delivery_id: int) -> str:
+    with tenant_context(tenant_id):
+        return webhook_deliver(delivery_id=delivery_id)
+
+
+@shared_task
+def retention_purge(*, tenant_id: int) -> int:
+    """Purge the tenant's expired sessions, one short transaction per batch."""
+    total = 0
+    while True:
+        with tenant_context(tenant_id):
+            tenant = Tenant.objects.get(pk=tenant_id)
+            purged = retention_purge_batch(tenant=tenant, now=timezone.now())
+        total += purged
+        if purged < RETENTION_BATCH:
+            return total
+
+
+@shared_task
+def retention_purge_all() -> int:
+    tenant_ids = list(
+        Tenant.objects.filter(session_days__isnull=False).values_list("id", flat=True)
+    )
+    for tenant_id in tenant_ids:
+        retention_purge.delay(tenant_id=tenant_id)
+    return len(tenant_ids)
+
+
+@shared_task
+def webhooks_sweep() -> int:
+    """Re-enqueue deliveries that are due but whose message was lost."""
+    enqueued = 0
+    for tenant_id in Tenant.objects.values_list("id", flat=True):
+        with tenant_context(tenant_id):
+            due = deliveries_due(now=timezone.now(), limit=SWEEP_LIMIT)
+        for delivery_id in due:
+            deliver_webhook.delay(tenant_id=tenant_id, delivery_id=delivery_id)
+        enqueued += len(due)
+    return enqueued
+
+
+@shared_task
+def embeddings_sweep() -> int:
+    """Re-enqueue embedding of documents whose on-commit task was lost."""
+    enqueued = 0
+    for tenant_id in Tenant.objects.values_list("id", flat=True):
+        with tenant_context(tenant_id):
+            waiting = documents_awaiting_vectors(
+                created_before=timezone.now() - EMBED_SWEEP_GRACE, limit=SWEEP_LIMIT
+            )
+        for document_id, version in waiting:
+            embed_document.delay(tenant_id=tenant_id, document_id=document_id, version=version)
+        enqueued += len(waiting)
+    return enqueued

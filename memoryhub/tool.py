@@ -1,0 +1,295 @@
+"""The memory tool: one command of Claude's ``memory_20250818`` for one end user (API v1, "The
+memory tool").
+
+``tool_run`` parses the tool input and its context fields, resolves the scopes to look in,
+calls one service or selector, and returns ``(content, is_error)``: what the SDK's tool runner
+would put in the ``tool_result``. Every outcome of the command itself is such a pair, never an
+exception: the reference's texts (``memoryhub.tool_text``) for what the reference does, this
+service's own ``Error: ...`` texts for the rest (malformed input, limits, disabled memory,
+credentials, bad paths). Like the runner, unpaired surrogates in the text become U+FFFD.
+
+Paths in texts are echoed as the caller wrote them; documents are stored under the canonical
+form (``memoryhub.paths``). Scope (API v1, "Scope"): with ``scope`` the command works there
+only; without it ``create`` writes to global and every other command looks in session, then
+profile, then global (``memoryhub.selectors.documents``).
+
+Decisions where the contract is silent: ``append`` to a missing document answers like
+``insert`` (does not exist) rather than creating it; ``turn_id`` follows the session_id rules
+(1-128 characters of ``A-Z a-z 0-9 . _ @ : + | -``); an empty string for a context field
+means it is absent, as in the query strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from api.params import is_profile_name, is_session_id
+from memoryhub.errors import InvalidScope, MemoryError_, ToolError
+from memoryhub.models import EndUser, Scope
+from memoryhub.paths import ROOT
+from memoryhub.selectors.documents import (
+    GLOBAL,
+    Location,
+    enduser_find,
+    lookup_locations,
+    memory_disabled_reason,
+    path_view,
+)
+from memoryhub.services.documents import (
+    canonical_path,
+    enduser_get_or_create,
+    memory_create,
+    memory_delete,
+    memory_disabled_error,
+    memory_edit,
+    memory_rename,
+)
+from memoryhub.tool_text import (
+    append_ok,
+    apply_append,
+    apply_insert,
+    apply_str_replace,
+    check_view_range,
+    create_ok,
+    directory_entries,
+    directory_view,
+    does_not_exist,
+    file_view,
+    truncate_view,
+    well_formed,
+)
+from tenants.models import Tenant
+
+ACTOR = "assistant"
+COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename", "append", "replace")
+READ_COMMANDS = frozenset({"view"})
+_ID_RULE = "1-128 characters of A-Z a-z 0-9 . _ @ : + | -"
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """The optional context fields next to the tool input."""
+
+    session_id: str | None = None
+    profile: str | None = None
+    scope: str | None = None
+    turn_id: str | None = None
+
+    def _explicit(self) -> Location:
+        key = {Scope.SESSION: self.session_id, Scope.PROFILE: self.profile}.get(self.scope, "")
+        return (self.scope, key or "")  # type: ignore[return-value]
+
+    def lookup(self) -> list[Location]:
+        """Where a command other than create looks, first match first."""
+        if self.scope:
+            return [self._explicit()]
+        return lookup_locations(session_id=self.session_id, profile=self.profile)
+
+    def create_location(self) -> Location:
+        return self._explicit() if self.scope else GLOBAL
+
+
+@dataclass(frozen=True)
+class Call:
+    """One command being run: who for, with what input."""
+
+    tenant: Tenant
+    user_id: str
+    end_user: EndUser | None  # locked when the command writes
+    context: ToolContext
+    command: str
+    payload: Mapping[str, Any]
+
+    def writes(self) -> dict[str, Any]:
+        """The keyword arguments every write service takes for the actor and its turn."""
+        return {"tenant": self.tenant, "actor": ACTOR, "turn_id": self.context.turn_id,
+                "session_id": self.context.session_id}
+
+
+def tool_run(*, tenant: Tenant, user_id: str, payload: Mapping[str, Any]) -> tuple[str, bool]:
+    """Run one memory tool command for ``user_id``; returns ``(content, is_error)``.
+
+    Runs inside ``tenant_context``. A write locks the person's row; a read never creates it.
+    """
+    try:
+        return well_formed(_run(tenant=tenant, user_id=user_id, payload=payload)), False
+    except MemoryError_ as exc:
+        return well_formed(exc.message), True
+
+
+def _run(*, tenant: Tenant, user_id: str, payload: Mapping[str, Any]) -> str:
+    context = _context(payload)
+    command = payload.get("command")
+    if command is None or command == "":
+        raise ToolError(f"Error: the input needs a `command`: one of {', '.join(COMMANDS)}.")
+    if not isinstance(command, str) or command not in _HANDLERS:
+        raise ToolError(
+            f"Error: unknown command {command!r}; use one of {', '.join(COMMANDS)}."
+        )
+    end_user = enduser_find(user_id=user_id, for_update=command not in READ_COMMANDS)
+    reason = memory_disabled_reason(tenant=tenant, end_user=end_user, profile=context.profile)
+    if reason is not None:
+        raise memory_disabled_error(reason)
+    call = Call(tenant=tenant, user_id=user_id, end_user=end_user, context=context,
+                command=command, payload=payload)
+    return _HANDLERS[command](call)
+
+
+# --- input parsing ----------------------------------------------------------------------------
+
+
+def _optional_id(payload: Mapping[str, Any], name: str, valid: Callable[[object], bool],
+                 rule: str) -> str | None:
+    value = payload.get(name)
+    if value is None or value == "":
+        return None
+    if not valid(value):
+        raise InvalidScope(f"Error: {name} must be {rule}; got {value!r}.")
+    return value
+
+
+def _context(payload: Mapping[str, Any]) -> ToolContext:
+    session_id = _optional_id(payload, "session_id", is_session_id, _ID_RULE)
+    profile = _optional_id(payload, "profile", is_profile_name, "1-64 characters of a-z 0-9 _ -")
+    turn_id = _optional_id(payload, "turn_id", is_session_id, _ID_RULE)
+    scope = payload.get("scope")
+    if scope is None or scope == "":
+        scope = None
+    elif scope not in Scope.values:
+        raise InvalidScope(
+            f"Error: scope must be one of session, profile, global (or left out); got {scope!r}."
+        )
+    elif scope == Scope.SESSION and not session_id:
+        raise InvalidScope('Error: scope "session" needs a session_id; send one or leave '
+                           "scope out.")
+    elif scope == Scope.PROFILE and not profile:
+        raise InvalidScope('Error: scope "profile" needs a profile; send one or leave '
+                           "scope out.")
+    return ToolContext(session_id=session_id, profile=profile, scope=scope, turn_id=turn_id)
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null"
+
+
+def _argument(call: Call, name: str, kind: type, what: str) -> Any:
+    """A required argument of ``kind`` (``int`` excludes booleans), else a tool error."""
+    value = call.payload.get(name)
+    if value is None or (value == "" and kind is str and name.endswith("path")):
+        raise ToolError(
+            f"Error: the {call.command} command needs `{name}` ({what}); send it and try again."
+        )
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ToolError(f"Error: `{name}` must be {what}, not {_json_type(value)}.")
+    return value
+
+
+def _path(call: Call, name: str = "path") -> tuple[str, str]:
+    """``(as written, canonical)``; the canonical form refuses bad paths with the contract's text."""
+    raw = _argument(call, name, str, "a path such as /memories/notes.md")
+    return raw, canonical_path(raw)
+
+
+def _text(call: Call, name: str) -> str:
+    return _argument(call, name, str, "a string")
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+
+def _view(call: Call) -> str:
+    raw, path = _path(call)
+    found = path_view(end_user=call.end_user, locations=call.context.lookup(), path=path)
+    if found is None:
+        raise ToolError(does_not_exist(raw))
+    if found.content is None:
+        return directory_view(raw, directory_entries(path, found.documents))
+    view_range = check_view_range(call.payload.get("view_range"))
+    if view_range is None:
+        return truncate_view(raw, found.content)
+    return file_view(raw, found.content, view_range)
+
+
+def _create(call: Call) -> str:
+    raw, path = _path(call)
+    content = _text(call, "file_text")
+    arguments = {"location": call.context.create_location(), "path": path, "label": raw,
+                 "content": content, "description": call.payload.get("description"),
+                 **call.writes()}
+    if call.end_user is not None or path == ROOT:
+        memory_create(end_user=call.end_user, **arguments)
+    else:
+        # The person's first write creates them; a refused one must not leave them behind.
+        with transaction.atomic():
+            end_user = enduser_get_or_create(tenant=call.tenant, user_id=call.user_id)
+            memory_create(end_user=end_user, **arguments)
+    return create_ok(raw)
+
+
+def _edit(call: Call, raw: str, path: str, edit: Callable[[str, str], tuple[str, str]]) -> str:
+    """A read-modify-write command; ``edit(content, label)`` gives (new content, text)."""
+    return memory_edit(end_user=call.end_user, locations=call.context.lookup(), path=path,
+                       label=raw, edit=lambda content: edit(content, raw), **call.writes())
+
+
+# Each command checks its path first: the reference refuses a bad path before anything else.
+
+
+def _str_replace(call: Call) -> str:
+    raw, path = _path(call)
+    old_str, new_str = _text(call, "old_str"), _text(call, "new_str")
+    return _edit(call, raw, path,
+                 lambda content, label: apply_str_replace(content, old_str, new_str, label))
+
+
+def _insert(call: Call) -> str:
+    raw, path = _path(call)
+    line = _argument(call, "insert_line", int, "a line number (0 inserts at the top)")
+    text = _text(call, "insert_text")
+    return _edit(call, raw, path, lambda content, label: apply_insert(content, line, text, label))
+
+
+def _append(call: Call) -> str:
+    raw, path = _path(call)
+    text = _text(call, "text")
+    return _edit(call, raw, path,
+                 lambda content, label: (apply_append(content, text), append_ok(label)))
+
+
+def _delete(call: Call) -> str:
+    raw, path = _path(call)
+    return memory_delete(end_user=call.end_user, locations=call.context.lookup(), path=path,
+                         label=raw, **call.writes())
+
+
+def _rename(call: Call) -> str:
+    old_raw, old = _path(call, "old_path")
+    new_raw, new = _path(call, "new_path")
+    return memory_rename(end_user=call.end_user, locations=call.context.lookup(), old=old,
+                         new=new, old_label=old_raw, new_label=new_raw, **call.writes())
+
+
+_HANDLERS: dict[str, Callable[[Call], str]] = {
+    "view": _view,
+    "create": _create,
+    "str_replace": _str_replace,
+    "replace": _str_replace,  # the app-facing name of str_replace
+    "insert": _insert,
+    "append": _append,
+    "delete": _delete,
+    "rename": _rename,
+}

@@ -1,0 +1,151 @@
+"""Forms of the web pages: they parse and validate input; the rules live in services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.validators import RegexValidator
+
+from api.params import is_session_id
+from tenants.models import DEFAULT_LIMITS, Permission, Role
+
+FORGET_WORD = "FORGET"
+
+
+def _no_newline(value: str) -> None:
+    if "\n" in value or "\r" in value:
+        raise forms.ValidationError("The description is one line.")
+
+
+class DocumentEditForm(forms.Form):
+    content = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "true"})
+    )
+    description = forms.CharField(
+        required=False, max_length=200, validators=[_no_newline],
+        help_text="One line, at most 200 characters.",
+    )
+    # The version the form was rendered with: the save refuses if the document moved on.
+    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+    def clean_content(self) -> str:
+        # Browsers submit textarea line breaks as CRLF; memory documents use LF.
+        return self.cleaned_data["content"].replace("\r\n", "\n")
+
+
+class DocumentDeleteForm(forms.Form):
+    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+
+class SessionDeleteForm(forms.Form):
+    session_id = forms.CharField(max_length=128, widget=forms.HiddenInput)
+
+    def clean_session_id(self) -> str:
+        value = self.cleaned_data["session_id"]
+        if not is_session_id(value):
+            raise forms.ValidationError("Not a session id.")
+        return value
+
+
+class ForgetForm(forms.Form):
+    confirm = forms.CharField(
+        label=f"Type {FORGET_WORD} to confirm", max_length=20,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "characters"}),
+    )
+
+    def clean_confirm(self) -> str:
+        value = self.cleaned_data["confirm"].strip()
+        if value != FORGET_WORD:
+            raise forms.ValidationError(f"Type the word {FORGET_WORD} in capitals to confirm.")
+        return value
+
+
+class MemorySwitchForm(forms.Form):
+    enabled = forms.TypedChoiceField(
+        choices=[("on", "on"), ("off", "off")], coerce=lambda v: v == "on"
+    )
+
+
+# --- Tenant administration ---------------------------------------------------------------
+
+
+def _limit_field(label: str) -> forms.IntegerField:
+    return forms.IntegerField(
+        label=label, required=False, min_value=1, max_value=2**31 - 1,
+        help_text="Blank switches this limit off.",
+        widget=forms.NumberInput(attrs={"inputmode": "numeric"}),
+    )
+
+
+LIMIT_LABELS = {
+    "max_document_bytes": "Largest document (bytes)",
+    "max_index_entries": "Prompt index: most entries",
+    "max_index_tokens": "Prompt index: most tokens",
+    "max_scope_bytes": "Largest scope (bytes)",
+    "max_writes_per_turn": "Most writes per turn",
+}
+assert set(LIMIT_LABELS) == set(DEFAULT_LIMITS)
+
+
+class TenantSettingsForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    memory_enabled = forms.BooleanField(
+        required=False, label="Memory is on for this tenant",
+        help_text="Off: every index is empty and every memory tool command is refused.",
+    )
+    session_days = forms.IntegerField(
+        label="Keep session memory (days)", required=False, min_value=1, max_value=36500,
+        help_text="Blank keeps session memory until the session is deleted.",
+    )
+    recall_threshold = forms.FloatField(
+        label="Recall threshold", min_value=0.0, max_value=1.0,
+        help_text="Recall results scoring under this are dropped (0 to 1).",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, label in LIMIT_LABELS.items():
+            self.fields[name] = _limit_field(label)
+
+    def limit_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in LIMIT_LABELS]
+
+
+class MemoryToggleForm(forms.Form):
+    memory_enabled = forms.TypedChoiceField(
+        choices=[("on", "on"), ("off", "off")], coerce=lambda v: v == "on"
+    )
+
+
+class ProfileForm(forms.Form):
+    name = forms.CharField(
+        label="Profile name", max_length=64,
+        validators=[RegexValidator(r"^[a-z0-9_\-]{1,64}$",
+                                   "1-64 characters of a-z 0-9 _ - (lowercase).")],
+    )
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(max_length=100, label="Key name")
+    permissions = forms.MultipleChoiceField(
+        choices=[(Permission.MEMORY, "memory: agents and the app read and write memory"),
+                 (Permission.ADMIN, "admin: change the tenant's settings")],
+        widget=forms.CheckboxSelectMultiple, initial=[Permission.MEMORY],
+    )
+
+
+ROLE_CHOICES = [(Role.MEMBER, "Member"), (Role.ADMIN, "Admin"), (Role.OWNER, "Owner")]
+
+
+class InviteForm(forms.Form):
+    email = forms.EmailField(label="Email address")
+    role = forms.ChoiceField(choices=ROLE_CHOICES, initial=Role.MEMBER)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=ROLE_CHOICES)
+
+
+class PeopleSearchForm(forms.Form):
+    q = forms.CharField(label="Search by user id", required=False, max_length=128)

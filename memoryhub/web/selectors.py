@@ -1,0 +1,186 @@
+"""Reads behind the web pages. Each runs inside the caller's tenant context unless it says
+otherwise (the account-wide ones use ``web_user_context``)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Q, QuerySet, Sum
+from django.utils import timezone
+
+from memoryhub.models import EndUser, EventType, MemoryDocument, MemoryEvent, Profile, Scope
+from tenants.context import web_user_context
+from tenants.models import ApiKey, AuditEntry, Invitation, Membership
+
+# The person's page and the admin overview list groups in this order.
+SCOPE_ORDER = {Scope.GLOBAL: 0, Scope.PROFILE: 1, Scope.SESSION: 2}
+
+
+# --- The signed-in account, across tenants ---------------------------------------------------
+
+
+def account_memberships(*, user: AbstractBaseUser) -> list[Membership]:
+    with web_user_context(user.pk):
+        return list(
+            Membership.unscoped_objects.select_related("tenant")
+            .filter(user_id=user.pk)
+            .order_by("tenant__name")
+        )
+
+
+def account_end_users(*, user: AbstractBaseUser) -> list[EndUser]:
+    """The end users (in any tenant) whose memory page this account may open."""
+    with web_user_context(user.pk):
+        return list(
+            EndUser.unscoped_objects.select_related("tenant")
+            .filter(account_id=user.pk)
+            .order_by("tenant__name", "user_id")
+        )
+
+
+# --- The person's page -------------------------------------------------------------------------
+
+
+@dataclass
+class ScopeGroup:
+    scope: str
+    scope_key: str
+    documents: list[MemoryDocument] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        if self.scope == Scope.GLOBAL:
+            return "Global"
+        return f"{self.scope.title()}: {self.scope_key}"
+
+    @property
+    def bytes(self) -> int:
+        return sum(doc.bytes for doc in self.documents)
+
+    @property
+    def dom_id(self) -> str:
+        # scope_key may hold characters an HTML id should not; a digest is stable and safe.
+        return f"scope-{self.scope}-{hashlib.sha256(self.scope_key.encode()).hexdigest()[:12]}"
+
+
+def person_memory(*, end_user: EndUser) -> list[ScopeGroup]:
+    """Every document of the person, grouped by scope (global, profiles, sessions), by path.
+
+    Content is left out: the list shows metadata, a document is opened one at a time.
+    """
+    documents = (
+        MemoryDocument.objects.filter(end_user=end_user)
+        .defer("content")
+        .order_by("scope", "scope_key", "path")
+    )
+    groups: dict[tuple[str, str], ScopeGroup] = {}
+    for doc in documents:
+        key = (doc.scope, doc.scope_key)
+        groups.setdefault(key, ScopeGroup(doc.scope, doc.scope_key)).documents.append(doc)
+    return sorted(groups.values(), key=lambda g: (SCOPE_ORDER.get(g.scope, 9), g.scope_key))
+
+
+def person_document(*, end_user: EndUser, document_id: int) -> MemoryDocument | None:
+    return MemoryDocument.objects.filter(end_user=end_user, pk=document_id).first()
+
+
+def person_has_session(*, end_user: EndUser, session_id: str) -> bool:
+    return MemoryDocument.objects.filter(
+        end_user=end_user, scope=Scope.SESSION, scope_key=session_id
+    ).exists()
+
+
+# --- The tenant admin dashboard ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScopeTotals:
+    scope: str
+    documents: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Overview:
+    end_users: int
+    scopes: list[ScopeTotals]
+    writes_today: int
+    pressure_7d: int
+    recent: list[MemoryEvent]
+
+    @property
+    def documents(self) -> int:
+        return sum(s.documents for s in self.scopes)
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.scopes)
+
+
+def tenant_overview() -> Overview:
+    now = timezone.now()
+    start_of_day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    totals = {
+        row["scope"]: row
+        for row in MemoryDocument.objects.values("scope").annotate(
+            documents=Count("id"), bytes=Sum("bytes")
+        )
+    }
+    scopes = [
+        ScopeTotals(scope, totals.get(scope, {}).get("documents", 0),
+                    totals.get(scope, {}).get("bytes") or 0)
+        for scope in SCOPE_ORDER
+    ]
+    events = MemoryEvent.objects.aggregate(
+        writes_today=Count("id", filter=Q(type=EventType.CHANGED, created_at__gte=start_of_day)),
+        pressure_7d=Count(
+            "id", filter=Q(type=EventType.PRESSURE, created_at__gte=now - timedelta(days=7))
+        ),
+    )
+    return Overview(
+        end_users=EndUser.objects.count(),
+        scopes=scopes,
+        writes_today=events["writes_today"],
+        pressure_7d=events["pressure_7d"],
+        recent=list(MemoryEvent.objects.filter(type=EventType.CHANGED).order_by("-id")[:10]),
+    )
+
+
+def profiles_all() -> list[Profile]:
+    return list(Profile.objects.order_by("name"))
+
+
+def api_keys_all() -> list[ApiKey]:
+    return list(ApiKey.objects.order_by("revoked_at", "-created_at"))
+
+
+def members_all() -> list[Membership]:
+    return list(Membership.objects.select_related("user").order_by("user__email"))
+
+
+def invitations_pending() -> list[Invitation]:
+    return list(
+        Invitation.objects.filter(
+            accepted_at=None, revoked_at=None, expires_at__gt=timezone.now()
+        ).order_by("-created_at")
+    )
+
+
+PEOPLE_PAGE = 50
+
+
+def end_users_search(*, query: str) -> QuerySet[EndUser]:
+    """End users whose user_id contains ``query``, with counts and sizes (never content)."""
+    people = EndUser.objects.annotate(
+        document_count=Count("documents"), bytes_total=Sum("documents__bytes")
+    ).order_by("user_id")
+    if query:
+        people = people.filter(user_id__icontains=query)
+    return people
+
+
+def audit_entries() -> QuerySet[AuditEntry]:
+    return AuditEntry.objects.order_by("-created_at", "-id")

@@ -1,0 +1,44 @@
+from django.urls import include, path
+
+from memoryhub.web.views import dashboard, entry, person
+
+app_name = "web"
+
+person_urls = [
+    path("", person.page, name="person"),
+    path("doc/<int:document_id>/", person.document_open, name="document_open"),
+    path("doc/<int:document_id>/summary", person.document_summary, name="document_summary"),
+    path("doc/<int:document_id>/edit", person.document_edit, name="document_edit"),
+    path("doc/<int:document_id>/delete", person.document_delete, name="document_delete"),
+    path("sessions/delete", person.session_delete, name="session_delete"),
+    path("switch", person.memory_switch, name="memory_switch"),
+    path("forget", person.forget, name="forget"),
+    path("export", person.export, name="export"),
+]
+
+tenant_urls = [
+    path("", dashboard.overview, name="tenant_overview"),
+    path("memory", dashboard.memory_toggle, name="tenant_memory"),
+    path("settings", dashboard.settings_page, name="tenant_settings"),
+    path("profiles", dashboard.profiles, name="tenant_profiles"),
+    path("profiles/<int:pk>", dashboard.profile_toggle, name="tenant_profile_toggle"),
+    path("keys", dashboard.api_keys, name="tenant_keys"),
+    path("keys/<int:pk>/revoke", dashboard.api_key_revoke_view, name="tenant_key_revoke"),
+    path("members", dashboard.members, name="tenant_members"),
+    path("members/<int:pk>/role", dashboard.member_role, name="tenant_member_role"),
+    path("members/<int:pk>/remove", dashboard.member_remove, name="tenant_member_remove"),
+    path("invitations/<int:pk>/revoke", dashboard.invitation_revoke_view,
+         name="tenant_invitation_revoke"),
+    path("people", dashboard.people, name="tenant_people"),
+    path("people/<int:pk>/forget", dashboard.person_forget, name="tenant_person_forget"),
+    path("audit", dashboard.audit, name="tenant_audit"),
+]
+
+urlpatterns = [
+    path("", entry.home, name="home"),
+    path("portal/<str:token>", entry.portal_redeem, name="portal_redeem"),
+    path("portal-leave", entry.portal_leave, name="portal_leave"),
+    path("invite/<str:token>", entry.invitation, name="invitation"),
+    path("memory/<int:tenant_id>/<int:end_user_id>/", include(person_urls)),
+    path("t/<slug:slug>/", include(tenant_urls)),
+]

@@ -1,0 +1,320 @@
+"""The tenant admin dashboard at ``/t/<slug>/``: owners and admins only (``tenant_page``).
+
+Every change goes through a service that records an AuditEntry with the account's email.
+Settings are written with ``tenant_settings_update``, which the API reads per request, so a
+change applies to the very next API call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from memoryhub.models import EndUser, Profile
+from memoryhub.services.people import end_user_forget
+from memoryhub.services.profiles import profile_set
+from memoryhub.web.access import TenantAccess, tenant_page
+from memoryhub.web.forms import (
+    LIMIT_LABELS,
+    ApiKeyForm,
+    InviteForm,
+    MemoryToggleForm,
+    PeopleSearchForm,
+    ProfileForm,
+    RoleForm,
+    TenantSettingsForm,
+)
+from memoryhub.web.http import HtmxHttpRequest, actor_label
+from memoryhub.web.partials import render_page
+from memoryhub.web.selectors import (
+    PEOPLE_PAGE,
+    api_keys_all,
+    audit_entries,
+    end_users_search,
+    invitations_pending,
+    members_all,
+    profiles_all,
+    tenant_overview,
+)
+from memoryhub.web.services import (
+    MembershipRuleError,
+    invitation_create,
+    invitation_revoke,
+    membership_remove,
+    membership_role_change,
+)
+from tenants.models import ApiKey, Invitation, Membership
+from tenants.services import api_key_create, api_key_revoke, audit_record, tenant_settings_update
+
+
+def _page(request: HtmxHttpRequest, access: TenantAccess, template: str, *,
+          section: str, status: int = 200, partials: tuple[str, ...] = (),
+          **context: Any) -> HttpResponse:
+    context = {"access": access, "tenant": access.tenant, "section": section, **context}
+    return render_page(request, f"web/tenant/{template}", context, partials=partials,
+                       status=status)
+
+
+def _back(access: TenantAccess, name: str) -> HttpResponse:
+    return redirect(f"web:tenant_{name}", slug=access.tenant.slug)
+
+
+# --- Overview and settings ----------------------------------------------------------------
+
+
+@tenant_page()
+@require_GET
+def overview(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    return _page(request, access, "overview.html", section="overview",
+                 overview=tenant_overview())
+
+
+@tenant_page()
+@require_POST
+def memory_toggle(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    form = MemoryToggleForm(request.POST)
+    if form.is_valid():
+        tenant = tenant_settings_update(
+            tenant_id=access.tenant.pk,
+            changes={"memory_enabled": form.cleaned_data["memory_enabled"]},
+            actor=actor_label(request),
+        )
+        access = TenantAccess(tenant, access.membership)
+    if request.htmx:
+        return _page(request, access, "overview.html", section="overview",
+                     partials=("memory-toggle",), toggled=True)
+    messages.success(request, f"Memory is {'on' if access.tenant.memory_enabled else 'off'} "
+                              "for the whole tenant.")
+    return _back(access, "overview")
+
+
+def _settings_initial(access: TenantAccess) -> dict[str, Any]:
+    tenant = access.tenant
+    fields = ["name", "memory_enabled", "session_days", "recall_threshold", *LIMIT_LABELS]
+    return {name: getattr(tenant, name) for name in fields}
+
+
+@tenant_page()
+@require_http_methods(["GET", "POST"])
+def settings_page(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    if request.method == "GET":
+        form = TenantSettingsForm(initial=_settings_initial(access))
+        return _page(request, access, "settings.html", section="settings", form=form)
+    form = TenantSettingsForm(request.POST)
+    if form.is_valid():
+        initial = _settings_initial(access)
+        changes = {k: v for k, v in form.cleaned_data.items() if initial.get(k) != v}
+        try:
+            tenant_settings_update(tenant_id=access.tenant.pk, changes=changes,
+                                   actor=actor_label(request))
+        except ValidationError as error:
+            for field, errors in error.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(request, "Settings saved; the API uses them from the next call."
+                             if changes else "Nothing changed.")
+            return _back(access, "settings")
+    return _page(request, access, "settings.html", section="settings", form=form, status=422)
+
+
+# --- Profiles --------------------------------------------------------------------------------
+
+
+@tenant_page()
+@require_http_methods(["GET", "POST"])
+def profiles(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    form = ProfileForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        name = form.cleaned_data["name"]
+        if Profile.objects.filter(name=name).exists():
+            form.add_error("name", f"There is already a profile named {name}.")
+        else:
+            profile_set(tenant=access.tenant, name=name, disabled=False,
+                        actor=actor_label(request))
+            messages.success(request, f"Added profile {name}.")
+            return _back(access, "profiles")
+    status = 422 if request.method == "POST" else 200
+    return _page(request, access, "profiles.html", section="profiles", form=form,
+                 profiles=profiles_all(), status=status)
+
+
+@tenant_page()
+@require_POST
+def profile_toggle(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
+    profile = Profile.objects.filter(pk=pk).first()
+    if profile is None:
+        raise Http404("No such profile")
+    disabled = request.POST.get("disabled") == "on"
+    profile_set(tenant=access.tenant, name=profile.name, disabled=disabled,
+                actor=actor_label(request))
+    messages.success(request, f"Profile {profile.name} is {'disabled' if disabled else 'enabled'}.")
+    return _back(access, "profiles")
+
+
+# --- API keys --------------------------------------------------------------------------------
+
+
+@tenant_page()
+@require_http_methods(["GET", "POST"])
+def api_keys(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    form = ApiKeyForm(request.POST or None)
+    created = None
+    if request.method == "POST" and form.is_valid():
+        created = api_key_create(tenant=access.tenant, name=form.cleaned_data["name"],
+                                 permissions=form.cleaned_data["permissions"],
+                                 actor=actor_label(request))
+        form = ApiKeyForm()  # the secret is shown once, on this response only
+    status = 422 if request.method == "POST" and created is None else 200
+    response = _page(request, access, "keys.html", section="keys", form=form,
+                     keys=api_keys_all(), created=created, status=status,
+                     partials=("keys-panel",))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@tenant_page()
+@require_POST
+def api_key_revoke_view(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
+    key = ApiKey.objects.filter(pk=pk, revoked_at=None).first()
+    if key is None:
+        raise Http404("No such key")
+    api_key_revoke(tenant=access.tenant, key=key, actor=actor_label(request))
+    messages.success(request, f"Revoked {key.name}: it stops working at once.")
+    return _back(access, "keys")
+
+
+# --- Members ---------------------------------------------------------------------------------
+
+
+def _members_page(request: HtmxHttpRequest, access: TenantAccess, *, form: InviteForm,
+                  status: int = 200, **extra: Any) -> HttpResponse:
+    return _page(request, access, "members.html", section="members", form=form,
+                 members=members_all(), invitations=invitations_pending(), status=status,
+                 partials=("invite-panel",), **extra)
+
+
+@tenant_page()
+@require_http_methods(["GET", "POST"])
+def members(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    form = InviteForm(request.POST or None)
+    if request.method != "POST":
+        return _members_page(request, access, form=form)
+    if not form.is_valid():
+        return _members_page(request, access, form=form, status=422)
+    email, role = form.cleaned_data["email"], form.cleaned_data["role"]
+    if role == "owner" and not access.is_owner:
+        form.add_error("role", "Only an owner can invite an owner.")
+        return _members_page(request, access, form=form, status=422)
+    created = invitation_create(tenant=access.tenant, email=email, role=role,
+                                actor=actor_label(request))
+    link = request.build_absolute_uri(reverse("web:invitation", kwargs={"token": created.token}))
+    send_mail(
+        subject=f"You are invited to {access.tenant.name} on MemoryHub",
+        message=(f"{actor_label(request)} invited you to {access.tenant.name} as {role}.\n\n"
+                 f"Accept within 7 days: {link}\n"),
+        from_email=None, recipient_list=[created.invitation.email],
+    )
+    response = _members_page(request, access, form=InviteForm(), invited=created.invitation,
+                             invite_link=link)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _membership_or_404(pk: int) -> Membership:
+    membership = Membership.objects.select_related("user").filter(pk=pk).first()
+    if membership is None:
+        raise Http404("No such member")
+    return membership
+
+
+@tenant_page()
+@require_POST
+def member_role(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
+    membership = _membership_or_404(pk)
+    form = RoleForm(request.POST)
+    if form.is_valid():
+        try:
+            membership_role_change(tenant=access.tenant, membership=membership,
+                                   role=form.cleaned_data["role"], actor=actor_label(request),
+                                   actor_role=access.role)
+        except MembershipRuleError as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, f"{membership.user.email} is now "
+                                      f"{form.cleaned_data['role']}.")
+    if membership.user_id == request.user.pk:
+        return redirect("web:home")  # one's own role may no longer reach this page
+    return _back(access, "members")
+
+
+@tenant_page()
+@require_POST
+def member_remove(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
+    membership = _membership_or_404(pk)
+    try:
+        membership_remove(tenant=access.tenant, membership=membership,
+                          actor=actor_label(request), actor_role=access.role)
+    except MembershipRuleError as error:
+        messages.error(request, str(error))
+        return _back(access, "members")
+    messages.success(request, f"Removed {membership.user.email}.")
+    if membership.user_id == request.user.pk:
+        return redirect("web:home")
+    return _back(access, "members")
+
+
+@tenant_page()
+@require_POST
+def invitation_revoke_view(request: HtmxHttpRequest, access: TenantAccess,
+                           pk: int) -> HttpResponse:
+    invitation = Invitation.objects.filter(pk=pk, accepted_at=None, revoked_at=None).first()
+    if invitation is None:
+        raise Http404("No such invitation")
+    invitation_revoke(tenant=access.tenant, invitation=invitation, actor=actor_label(request))
+    messages.success(request, f"Cancelled the invitation of {invitation.email}.")
+    return _back(access, "members")
+
+
+# --- End users -------------------------------------------------------------------------------
+
+
+@tenant_page()
+@require_GET
+def people(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    form = PeopleSearchForm(request.GET)
+    query = form.cleaned_data["q"].strip() if form.is_valid() else ""
+    page = Paginator(end_users_search(query=query), PEOPLE_PAGE).get_page(request.GET.get("page"))
+    return _page(request, access, "people.html", section="people", form=form, query=query,
+                 page=page, partials=("results",))
+
+
+@tenant_page()
+@require_POST
+def person_forget(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
+    end_user = EndUser.objects.filter(pk=pk).first()
+    if end_user is None:
+        raise Http404("No such person")
+    actor = actor_label(request)
+    end_user_forget(tenant=access.tenant, user_id=end_user.user_id, actor="app")
+    audit_record(tenant=access.tenant, actor=actor, action="end_user.forgotten",
+                 target=end_user.user_id)
+    messages.success(request, f"Deleted everything stored about {end_user.user_id}.")
+    return _back(access, "people")
+
+
+# --- Audit log -------------------------------------------------------------------------------
+
+
+@tenant_page()
+@require_GET
+def audit(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    page = Paginator(audit_entries(), 50).get_page(request.GET.get("page"))
+    return _page(request, access, "audit.html", section="audit", page=page)

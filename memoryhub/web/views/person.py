@@ -1,0 +1,234 @@
+"""The person's page, "What the AI remembers": every document, edit, delete, forget, switch.
+
+Reached by a portal session for this end user or by the account linked to it
+(``person_page``). Writes go through the same services as the API, with actor ``user``, so
+the same limits and content rules apply and their messages are shown as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from memoryhub.errors import DocumentNotFound, MemoryError_, VersionMismatch
+from memoryhub.models import Actor, MemoryDocument
+from memoryhub.selectors.people import person_export
+from memoryhub.services.documents import document_put, document_remove
+from memoryhub.services.people import end_user_forget, end_user_memory_set, session_forget
+from memoryhub.web.access import PersonAccess, person_page
+from memoryhub.web.exports import export_json
+from memoryhub.web.forms import (
+    FORGET_WORD,
+    DocumentDeleteForm,
+    DocumentEditForm,
+    ForgetForm,
+    MemorySwitchForm,
+    SessionDeleteForm,
+)
+from memoryhub.web.http import HtmxHttpRequest
+from memoryhub.web.partials import is_partial_request, render_page
+from memoryhub.web.portal import portal_grant_end
+from memoryhub.web.selectors import person_document, person_memory
+
+TEMPLATE = "web/person.html"
+STALE_MESSAGE = (
+    "This document changed after you opened it, so your edit was not saved. "
+    "The newer text is shown below; your text is kept underneath to copy from."
+)
+
+
+def _person_url(access: PersonAccess, name: str = "web:person", **kwargs: Any) -> str:
+    return reverse(name, kwargs={"tenant_id": access.tenant.pk,
+                                 "end_user_id": access.end_user.pk, **kwargs})
+
+
+def _context(access: PersonAccess, **extra: Any) -> dict[str, Any]:
+    end_user = access.end_user
+    return {
+        "access": access,
+        "tenant": access.tenant,
+        "end_user": end_user,
+        "person_url": _person_url(access),
+        "groups": person_memory(end_user=end_user),
+        "forget_word": FORGET_WORD,
+        "forget_form": extra.pop("forget_form", None) or ForgetForm(),
+        **extra,
+    }
+
+
+def _document(
+    request: HtmxHttpRequest, access: PersonAccess, doc: MemoryDocument, *, state: str,
+    status: int = 200, **extra: Any,
+) -> HttpResponse:
+    """One document in a state (summary, open, edit): its partial, or the page around it."""
+    context = _context(access, doc=doc, focus=doc, state=state, **extra)
+    return render_page(request, TEMPLATE, context, partials=["document", "notice"], status=status)
+
+
+def _document_or_404(access: PersonAccess, document_id: int) -> MemoryDocument:
+    doc = person_document(end_user=access.end_user, document_id=document_id)
+    if doc is None:
+        raise Http404("No such document")
+    return doc
+
+
+def _list_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
+                  *, error: bool = False) -> HttpResponse:
+    """After a delete: the refreshed list for htmx, or back to the page (post/redirect/get)."""
+    if is_partial_request(request):
+        context = _context(access, notice=notice, notice_error=error)
+        return render_page(request, TEMPLATE, context, partials=["memory-list", "notice"])
+    (messages.error if error else messages.success)(request, notice)
+    return redirect(_person_url(access))
+
+
+@person_page
+@require_GET
+def page(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
+    return render(request, TEMPLATE, _context(access))
+
+
+@person_page
+@require_GET
+def document_open(request: HtmxHttpRequest, access: PersonAccess, document_id: int) -> HttpResponse:
+    return _document(request, access, _document_or_404(access, document_id), state="open")
+
+
+@person_page
+@require_GET
+def document_summary(
+    request: HtmxHttpRequest, access: PersonAccess, document_id: int
+) -> HttpResponse:
+    doc = _document_or_404(access, document_id)
+    if not is_partial_request(request):
+        return redirect(f"{_person_url(access)}#doc-{doc.pk}")
+    return _document(request, access, doc, state="summary")
+
+
+@person_page
+@require_http_methods(["GET", "POST"])
+def document_edit(request: HtmxHttpRequest, access: PersonAccess, document_id: int) -> HttpResponse:
+    doc = _document_or_404(access, document_id)
+    if request.method == "GET":
+        form = DocumentEditForm(
+            initial={"content": doc.content, "description": doc.description, "version": doc.version}
+        )
+        return _document(request, access, doc, state="edit", form=form)
+
+    form = DocumentEditForm(request.POST)
+    if not form.is_valid():
+        return _document(request, access, doc, state="edit", form=form, status=422)
+    data = form.cleaned_data
+    try:
+        saved, _ = document_put(
+            tenant=access.tenant, end_user=access.end_user, scope=doc.scope,
+            scope_key=doc.scope_key, path=doc.path, content=data["content"],
+            description=data["description"], actor=Actor.USER, expected_version=data["version"],
+        )
+    except VersionMismatch:
+        return _stale(request, access, document_id, attempted=data["content"])
+    except MemoryError_ as error:
+        form.add_error(None, error.message)
+        return _document(request, access, doc, state="edit", form=form, status=422)
+    if not is_partial_request(request):
+        messages.success(request, f"Saved {saved.path}.")
+        return redirect(f"{_person_url(access)}#doc-{saved.pk}")
+    return _document(request, access, saved, state="open", notice=f"Saved {saved.path}.")
+
+
+def _stale(request: HtmxHttpRequest, access: PersonAccess, document_id: int,
+           *, attempted: str) -> HttpResponse:
+    """Refuse a stale edit: nothing is written; the newer text comes back to edit instead."""
+    newer = person_document(end_user=access.end_user, document_id=document_id)
+    if newer is None:
+        return _list_changed(
+            request, access, "This document was deleted after you opened it; nothing was saved.",
+            error=True,
+        )
+    form = DocumentEditForm(initial={"content": newer.content, "description": newer.description,
+                                     "version": newer.version})
+    return _document(request, access, newer, state="edit", form=form, stale=True,
+                     stale_message=STALE_MESSAGE, attempted=attempted, status=409)
+
+
+@person_page
+@require_POST
+def document_delete(
+    request: HtmxHttpRequest, access: PersonAccess, document_id: int
+) -> HttpResponse:
+    doc = _document_or_404(access, document_id)
+    form = DocumentDeleteForm(request.POST)
+    version = form.cleaned_data["version"] if form.is_valid() else None
+    try:
+        document_remove(tenant=access.tenant, end_user=access.end_user, document=doc,
+                        actor=Actor.USER, expected_version=version)
+    except DocumentNotFound:
+        return _list_changed(request, access, f"{doc.path} was already deleted.")
+    except VersionMismatch:
+        return _list_changed(
+            request, access,
+            f"{doc.path} changed after you opened it and was not deleted. Check it again.",
+            error=True,
+        )
+    return _list_changed(request, access, f"Deleted {doc.path}.")
+
+
+@person_page
+@require_POST
+def session_delete(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
+    form = SessionDeleteForm(request.POST)
+    if not form.is_valid():
+        return _list_changed(request, access, "That is not a session of yours.", error=True)
+    session_id = form.cleaned_data["session_id"]
+    count = session_forget(tenant=access.tenant, user_id=access.end_user.user_id,
+                           session_id=session_id, actor=Actor.USER)
+    return _list_changed(
+        request, access, f"Deleted the memory of session {session_id} ({count} documents)."
+    )
+
+
+@person_page
+@require_POST
+def memory_switch(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
+    form = MemorySwitchForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("Choose on or off.", status=422)
+    enabled = form.cleaned_data["enabled"]
+    end_user = end_user_memory_set(tenant=access.tenant, user_id=access.end_user.user_id,
+                                   enabled=enabled)
+    access = PersonAccess(access.tenant, end_user, access.by_portal)
+    notice = ("Memory is on again." if enabled
+              else "Memory is off: the AI will not read or save notes about you.")
+    if not is_partial_request(request):
+        messages.success(request, notice)
+        return redirect(_person_url(access))
+    return render_page(request, TEMPLATE, _context(access, notice=notice),
+                       partials=["switch", "notice"])
+
+
+@person_page
+@require_POST
+def forget(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
+    form = ForgetForm(request.POST)
+    if not form.is_valid():
+        return render(request, TEMPLATE, _context(access, forget_form=form), status=422)
+    end_user_forget(tenant=access.tenant, user_id=access.end_user.user_id, actor=Actor.USER)
+    if access.by_portal:
+        portal_grant_end(request)
+    return render(request, "web/forgotten.html", {"tenant": access.tenant})
+
+
+@person_page
+@require_GET
+def export(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
+    body = export_json(person_export(user_id=access.end_user.user_id))
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    response = HttpResponse(body, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="memory-{stamp}.json"'
+    return response

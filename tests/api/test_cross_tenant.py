@@ -1,0 +1,206 @@
+"""Another tenant's data is never visible: globex addressing acme's data gets exactly what it
+gets for something that never existed (same status, same body), and acme's data is untouched.
+
+Every endpoint under /api/v1 has cases here; ``test_every_api_route_has_a_case`` fails when a
+route is added without one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any
+
+import pytest
+from django.urls import get_resolver, resolve
+from django.urls.resolvers import URLResolver
+
+from memoryhub.models import WebhookEndpoint
+from tenants.context import tenant_context
+from tests.api.test_documents import put_doc
+
+VICTIM = "alice"  # acme's person; globex never wrote for an "alice" before the request
+_ghosts = count()
+
+
+@dataclass(frozen=True)
+class Case:
+    """One request; ``{user}``, ``{profile}`` and ``{webhook}`` name acme's thing or an absent one."""
+
+    method: str
+    url: str
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.method.upper()} {self.url} {json.dumps(self.body) if self.body else ''}"
+
+
+def tool(**body: Any) -> Case:
+    return Case("post", "/api/v1/users/{user}/memory", body)
+
+
+DOC_URLS = ("global/notes/diet.md", "profile/cooking/r.md", "session/s1/a.md",
+            "global/memories/notes/diet.md")
+CASES: list[Case] = [
+    # end users
+    Case("get", "/api/v1/users/{user}"),
+    Case("patch", "/api/v1/users/{user}", {"memory_enabled": False}),
+    Case("delete", "/api/v1/users/{user}"),
+    Case("delete", "/api/v1/users/{user}/sessions/s1"),
+    Case("get", "/api/v1/users/{user}/export"),
+    Case("post", "/api/v1/users/{user}/portal-link"),
+    # documents
+    Case("get", "/api/v1/users/{user}/documents"),
+    Case("get", "/api/v1/users/{user}/documents?scope=session&session_id=s1"),
+    Case("get", "/api/v1/users/{user}/documents?session_id=s1&profile=cooking&prefix=/notes/"),
+    *[Case("get", f"/api/v1/users/{{user}}/documents/{where}") for where in DOC_URLS],
+    *[Case("get", f"/api/v1/users/{{user}}/documents/{where}", headers={"If-None-Match": '"1"'})
+      for where in DOC_URLS[:3]],
+    *[Case("put", f"/api/v1/users/{{user}}/documents/{where}", {"content": "mine"})
+      for where in DOC_URLS[:3]],
+    *[Case("put", f"/api/v1/users/{{user}}/documents/{where}", {"content": "mine"},
+           headers={"If-Match": '"1"'}) for where in DOC_URLS[:3]],
+    Case("put", "/api/v1/users/{user}/documents/global/notes/diet.md", {"content": "mine"},
+         headers={"If-None-Match": "*"}),
+    *[Case("delete", f"/api/v1/users/{{user}}/documents/{where}") for where in DOC_URLS],
+    Case("delete", "/api/v1/users/{user}/documents/global/notes/diet.md",
+         headers={"If-Match": '"1"'}),
+    # the memory tool, the index, the snapshot, recall
+    tool(command="view", path="/memories"),
+    tool(command="view", path="/memories", session_id="s1", profile="cooking"),
+    tool(command="view", path="/memories/notes/diet.md"),
+    tool(command="view", path="/memories/a.md", session_id="s1"),
+    tool(command="view", path="/memories/notes"),
+    tool(command="create", path="/memories/notes/diet.md", file_text="mine"),
+    tool(command="str_replace", path="/memories/notes/diet.md", old_str="Vegetarian",
+         new_str="Carnivore"),
+    tool(command="insert", path="/memories/notes/diet.md", insert_line=0, insert_text="x"),
+    tool(command="append", path="/memories/r.md", text="x", profile="cooking"),
+    tool(command="delete", path="/memories/notes"),
+    tool(command="delete", path="/memories/a.md", scope="session", session_id="s1"),
+    tool(command="rename", old_path="/memories/notes/diet.md", new_path="/memories/n.md"),
+    Case("get", "/api/v1/users/{user}/memory/index?session_id=s1&profile=cooking"),
+    Case("get", "/api/v1/users/{user}/memory/snapshot?session_id=s1&profile=cooking"),
+    Case("post", "/api/v1/users/{user}/recall",
+         {"query": "vegetarian diet", "relaxed": True, "session_id": "s1", "profile": "cooking"}),
+    # lists and tenant administration: acme's person, profile and webhook, seen from globex
+    Case("get", "/api/v1/users"),
+    Case("get", "/api/v1/profiles"),
+    Case("put", "/api/v1/profiles/{profile}", {"disabled": False}),
+    Case("get", "/api/v1/events"),
+    Case("get", "/api/v1/events?after=0&limit=1000"),
+    Case("get", "/api/v1/tenant"),
+    Case("patch", "/api/v1/tenant", {"memory_enabled": False}),
+    Case("get", "/api/v1/webhooks"),
+    Case("get", "/api/v1/webhooks/{webhook}"),
+    Case("patch", "/api/v1/webhooks/{webhook}", {"enabled": False}),
+    Case("delete", "/api/v1/webhooks/{webhook}"),
+]
+
+
+def seed_acme(acme) -> int:
+    """A person with documents in every scope, a disabled profile, events, a portal link, a
+    webhook: the things globex will try to reach. Returns the webhook's id."""
+    put_doc(acme, VICTIM, "global/notes/diet.md", "Vegetarian, no fish.")
+    put_doc(acme, VICTIM, "profile/cooking/r.md", "Soup recipes")
+    put_doc(acme, VICTIM, "session/s1/a.md", "Session notes")
+    acme.client.put("/api/v1/profiles/cooking", {"disabled": True}, format="json")
+    acme.client.post(f"/api/v1/users/{VICTIM}/portal-link")
+    with tenant_context(acme.tenant.id):
+        return WebhookEndpoint.objects.create(
+            tenant=acme.tenant, url="https://hooks.acme.example/memory", secret="s" * 32,
+            event_types=["memory.changed"],
+        ).pk
+
+
+def acme_state(acme) -> dict[str, Any]:
+    """Everything acme can see, as acme sees it."""
+    urls = [f"/api/v1/users/{VICTIM}/export", f"/api/v1/users/{VICTIM}/documents",
+            "/api/v1/users", "/api/v1/profiles", "/api/v1/events?limit=1000", "/api/v1/tenant",
+            "/api/v1/webhooks"]
+    return {url: acme.client.get(url).json() for url in urls}
+
+
+def send(client, case: Case, names: dict[str, str]):
+    url = case.url.format(**names)
+    headers = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in case.headers.items()}
+    method = getattr(client, case.method)
+    if case.body is None:
+        return method(url, **headers)
+    return method(url, case.body, format="json", **headers)
+
+
+_VOLATILE = re.compile(r"_at$")
+
+
+def normalized(response, names: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+    """Status, body and the headers that matter, with the addressed names and clocks masked."""
+    text = response.content.decode()
+    for placeholder, value in names.items():
+        text = text.replace(value, f"<{placeholder}>")
+    body = json.loads(text) if text else None
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: ("<time>" if _VOLATILE.search(k) and v else scrub(v))
+                    for k, v in value.items()}
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        if isinstance(value, str) and "/portal/" in value:
+            return value.split("/portal/")[0] + "/portal/<token>"
+        return value
+
+    headers = {h: response.get(h, "").replace(names.get("user", "\0"), "<user>")
+               for h in ("ETag", "Location", "Retry-After", "Content-Type")}
+    return response.status_code, scrub(body), headers
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_acmes_data_looks_absent_to_globex(acme, globex, case: Case) -> None:
+    webhook = seed_acme(acme)
+    before = acme_state(acme)
+    ghost = f"ghost-{next(_ghosts)}"
+    with tenant_context(globex.tenant.id):
+        absent_webhook = str(webhook + 10_000)
+    target = {"user": VICTIM, "profile": "cooking", "webhook": str(webhook)}
+    absent = {"user": ghost, "profile": "ghost-profile", "webhook": absent_webhook}
+
+    used = [name for name in target if "{" + name + "}" in case.url]
+    target = {name: target[name] for name in used}
+    absent = {name: absent[name] for name in used}
+
+    reached = send(globex.client, case, target)
+    missed = send(globex.client, case, absent)
+
+    assert normalized(reached, target) == normalized(missed, absent)
+    assert acme_state(acme) == before
+    shown = reached.content.decode()
+    assert "Vegetarian" not in shown
+    if not used:  # a list of globex's own things: nothing of acme's in it
+        assert not any(name in shown for name in (VICTIM, "cooking", "hooks.acme")), shown
+
+
+def test_every_api_route_has_a_case() -> None:
+    api = next(p for p in get_resolver().url_patterns
+               if isinstance(p, URLResolver) and p.namespace == "api")
+    routes = {p.name for p in api.url_patterns}
+    names = {"user": VICTIM, "profile": "cooking", "webhook": "1"}
+    covered = {resolve(case.url.format(**names).split("?")[0]).url_name for case in CASES}
+    assert routes - covered == set()
+
+
+def test_the_cases_really_reach_acmes_data_with_acmes_key(acme, globex) -> None:
+    """The matrix would prove nothing if its URLs missed acme's data anyway."""
+    webhook = seed_acme(acme)
+    names = {"user": VICTIM, "profile": "cooking", "webhook": str(webhook)}
+    for url in (f"/api/v1/users/{VICTIM}/documents/{where}" for where in DOC_URLS):
+        assert acme.client.get(url).status_code == 200, url
+    assert acme.client.get(f"/api/v1/webhooks/{webhook}").status_code == 200
+    viewed = send(acme.client, tool(command="view", path="/memories/notes/diet.md"), names)
+    assert "Vegetarian" in viewed.json()["content"]
+    index = acme.client.get(f"/api/v1/users/{VICTIM}/memory/snapshot?session_id=s1").json()
+    assert "Vegetarian" in index["text"]
+    assert acme.client.get(f"/api/v1/users/{VICTIM}").json()["documents"]["total"] == 3

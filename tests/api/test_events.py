@@ -1,0 +1,95 @@
+"""``GET /api/v1/events``: the tenant's feed, oldest first, with the contract's cursor."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryhub.services.events import changed_event, pressure_event
+from tenants.context import tenant_context
+
+# Authentication (key lookup, last_used_at), the tenant context's savepoint and settings,
+# and the list's own query: a constant, whatever the number of rows.
+LIST_QUERIES = 12
+
+
+def record_changes(kit, count: int, user_id: str = "alice") -> list[int]:
+    with tenant_context(kit.tenant.id):
+        return [
+            changed_event(tenant_id=kit.tenant.id, user_id=user_id, actor="app",
+                          change="created", path=f"/n{i}.md", scope="global").id
+            for i in range(count)
+        ]
+
+
+def test_events_come_oldest_first_with_the_contract_fields(acme, globex) -> None:
+    ids = record_changes(acme, 2)
+    with tenant_context(acme.tenant.id):
+        pressure = pressure_event(tenant_id=acme.tenant.id, user_id="alice", actor="assistant",
+                                  scope="session", scope_key="s1", used_bytes=900, limit_bytes=1000)
+    body = acme.client.get("/api/v1/events").json()
+    assert [e["id"] for e in body["events"]] == [*ids, pressure.id]
+    assert body["next_cursor"] is None
+    first, last = body["events"][0], body["events"][-1]
+    assert set(first) == {"id", "type", "created_at", "actor", "user_id", "data"}
+    assert first["type"] == "memory.changed"
+    assert first["actor"] == "app" and first["user_id"] == "alice"
+    assert first["data"]["change"] == "created" and first["data"]["path"] == "/n0.md"
+    assert first["data"]["scope"] == "global"
+    assert last["type"] == "memory.pressure"
+    assert {k: last["data"][k] for k in ("scope", "scope_key", "used_bytes", "limit_bytes")} == {
+        "scope": "session", "scope_key": "s1", "used_bytes": 900, "limit_bytes": 1000}
+
+
+def test_paging_with_after_and_limit(acme, globex, django_assert_max_num_queries) -> None:
+    ids = record_changes(acme, 5)
+    record_changes(globex, 3)
+    with django_assert_max_num_queries(LIST_QUERIES):
+        page = acme.client.get("/api/v1/events", {"limit": 2}).json()
+    assert [e["id"] for e in page["events"]] == ids[:2]
+    assert page["next_cursor"] == ids[1]
+    page = acme.client.get("/api/v1/events", {"after": page["next_cursor"], "limit": 2}).json()
+    assert [e["id"] for e in page["events"]] == ids[2:4]
+    page = acme.client.get("/api/v1/events", {"after": page["next_cursor"], "limit": 2}).json()
+    assert [e["id"] for e in page["events"]] == ids[4:]
+    assert page["next_cursor"] is None
+    # Exactly `limit` left: the page is full and there are no more.
+    page = acme.client.get("/api/v1/events", {"after": ids[2], "limit": 2}).json()
+    assert [e["id"] for e in page["events"]] == ids[3:]
+    assert page["next_cursor"] is None
+    assert acme.client.get("/api/v1/events", {"after": ids[-1]}).json() == {
+        "events": [], "next_cursor": None}
+
+
+def test_default_limit_is_100(acme, globex) -> None:
+    ids = record_changes(acme, 101)
+    body = acme.client.get("/api/v1/events").json()
+    assert len(body["events"]) == 100
+    assert body["next_cursor"] == ids[99]
+    assert len(acme.client.get("/api/v1/events", {"limit": 1000}).json()["events"]) == 101
+
+
+def test_a_tenant_sees_only_its_own_events(acme, globex) -> None:
+    acme_ids = record_changes(acme, 3)
+    globex_ids = record_changes(globex, 2, user_id="bob")
+    assert [e["id"] for e in globex.client.get("/api/v1/events").json()["events"]] == globex_ids
+    # An acme cursor does not open acme's feed to globex.
+    after = globex.client.get("/api/v1/events", {"after": acme_ids[0] - 1}).json()
+    assert {e["id"] for e in after["events"]} <= set(globex_ids)
+
+
+@pytest.mark.parametrize("query", [
+    {"after": "-1"}, {"after": "abc"}, {"after": "1.5"}, {"after": "9" * 30},
+    {"limit": "0"}, {"limit": "1001"}, {"limit": "-5"}, {"limit": "ten"},
+])
+def test_invalid_after_or_limit_is_400(acme, globex, query) -> None:
+    response = acme.client.get("/api/v1/events", query)
+    assert response.status_code == 400
+    code = "invalid_cursor" if "after" in query else "invalid_limit"
+    assert response.json()["error"]["code"] == code
+
+
+def test_events_need_the_admin_permission(acme, globex) -> None:
+    record_changes(acme, 1)
+    response = acme.client_with(acme.memory_key).get("/api/v1/events")
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "permission_denied"

@@ -1,0 +1,210 @@
+"""The memory tool endpoint and the SDK's reference tool give the same texts, byte for byte.
+
+Each sequence of commands runs on ``BetaLocalFilesystemMemoryTool`` (anthropic 2.14.0) over a
+temporary directory and on ``POST /api/v1/users/{user_id}/memory``; every step's ``content``
+and ``is_error`` must match. The reference's outcome is what the SDK's tool runner sends the
+model: ``tool_result_content(result)``, or ``tool_error_content(exc)`` with ``is_error``
+for any exception.
+
+Two differences are by design, and the comparison allows exactly these:
+
+- Directories exist here only through documents. The reference leaves an empty directory
+  behind a deleted or moved last file (and a failed rename creates the destination's
+  parents), so empty directories are pruned from its tree after every step.
+- Where the reference crashes with a non-``ToolError`` exception (it then sends
+  ``repr(exc)``, e.g. ``NotADirectoryError(20, 'Not a directory')`` when creating below a
+  file), this service answers its own ``Error: ...`` text: only ``is_error`` must match.
+
+The limits are switched off for these tenants except ``max_document_bytes`` (texts are small).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
+from anthropic.lib.tools._beta_functions import ToolError as ReferenceToolError
+from anthropic.lib.tools._tool_dispatch import tool_error_content, tool_result_content
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memoryhub.tool_text import DIRECTORY_SIZE
+from tests.api.test_memory_index import patch_limits
+from tests.api.test_memory_tool import tool
+
+Command = dict[str, Any]
+_users = itertools.count()
+_DIR_LINE = re.compile(r"^\S+\t(.*/)$", re.MULTILINE)
+
+
+def prune_empty_directories(root: Path) -> None:
+    for directory, _, _ in sorted(os.walk(root), key=lambda entry: -len(entry[0])):
+        if Path(directory) != root and not os.listdir(directory):
+            os.rmdir(directory)
+
+
+def reference_outcome(reference: BetaLocalFilesystemMemoryTool,
+                      command: Command) -> tuple[str, bool, bool]:
+    """(content, is_error, crashed) as the SDK's runner reports it."""
+    try:
+        return tool_result_content(reference.call(command)), False, False
+    except ReferenceToolError as exc:
+        return tool_error_content(exc), True, False
+    except Exception as exc:  # noqa: BLE001 - the runner sends repr(exc) for anything else
+        return tool_error_content(exc), True, True
+    finally:
+        prune_empty_directories(reference.memory_root)
+
+
+def comparable(text: str, root: Path) -> str:
+    """Directory sizes are the filesystem's; compared verbatim where directories are 4096 bytes
+    (ext4), masked elsewhere (tmpfs, btrfs)."""
+    if os.stat(root).st_size == DIRECTORY_SIZE:
+        return text
+    text = _DIR_LINE.sub(r"<dir>\t\1", text)
+    if text.startswith("Here're the files"):
+        header, first, *rest = text.split("\n")
+        text = "\n".join([header, "<dir>\t" + first.split("\t", 1)[1], *rest])
+    return text
+
+
+def assert_same(kit: Any, script: list[Command]) -> None:
+    user_id = f"diff-{next(_users)}"
+    with tempfile.TemporaryDirectory() as base:
+        reference = BetaLocalFilesystemMemoryTool(base_path=base)
+        for step, command in enumerate(script):
+            expected, expected_error, crashed = reference_outcome(reference, command)
+            actual, actual_error = tool(kit, user_id, **command)
+            where = f"step {step} of {script}"
+            assert actual_error == expected_error, f"{where}: {actual!r} vs {expected!r}"
+            if crashed:
+                assert actual.startswith("Error: ") or not actual.startswith("Here"), where
+                continue
+            root = reference.memory_root
+            assert comparable(actual, root) == comparable(expected, root), where
+
+
+@pytest.fixture
+def kit(acme: Any) -> Any:
+    patch_limits(acme, max_scope_bytes=None, max_writes_per_turn=None)
+    return acme
+
+
+def create(path: str, text: str = "x") -> Command:
+    return {"command": "create", "path": path, "file_text": text}
+
+
+def view(path: str, view_range: list[int] | None = None) -> Command:
+    return {"command": "view", "path": path} | ({"view_range": view_range} if view_range else {})
+
+
+def str_replace(path: str, old: str, new: str) -> Command:
+    return {"command": "str_replace", "path": path, "old_str": old, "new_str": new}
+
+
+def insert(path: str, line: int, text: str) -> Command:
+    return {"command": "insert", "path": path, "insert_line": line, "insert_text": text}
+
+
+def delete(path: str) -> Command:
+    return {"command": "delete", "path": path}
+
+
+def rename(old: str, new: str) -> Command:
+    return {"command": "rename", "old_path": old, "new_path": new}
+
+
+SCRIPTS = {
+    "listing order and depth": [
+        create("/memories/notes-old/a.md"), create("/memories/notes/z.md", "zz"),
+        create("/memories/notes.md", "n"), create("/memories/notes/deep/er/x.md"),
+        create("/memories/B.md"), view("/memories"), view("/memories/"), view("/memories/notes"),
+        view("/memories/notes/deep"),
+    ],
+    "file views": [
+        create("/memories/f.md", "one\ntwo\nthree\n"), view("/memories/f.md"),
+        view("/memories/f.md/"), view("/memories/f.md", [2, -1]), view("/memories/f.md", [0, 1]),
+        view("/memories/f.md", [3, 2]), view("/memories/f.md", [2, 99]), view("/memories/nope"),
+        view("/memories/f.md/child"), create("/memories/empty.md", ""), view("/memories/empty.md"),
+    ],
+    "edits": [
+        create("/memories/e.md", "a\nb\nc\nd\ne\nf\ng"), str_replace("/memories/e.md", "d", "D\nD2"),
+        str_replace("/memories/e.md", "\n", "-"), str_replace("/memories/e.md", "zz", "y"),
+        str_replace("/memories/e.md", "", "y"), insert("/memories/e.md", 0, "top\n\n"),
+        insert("/memories/e.md", 9, "end"), insert("/memories/e.md", -1, "x"),
+        insert("/memories/e.md", 99, "x"), view("/memories/e.md"),
+        str_replace("/memories", "a", "b"), insert("/memories/none", 0, "x"),
+    ],
+    "create collisions": [
+        create("/memories/d/a.md"), create("/memories/d"), create("/memories/d/"),
+        create("/memories"), create("/memories/"), create("/memories/d/a.md"),
+        create("/memories/d/a.md/b.md"), create("/memories/new/"), view("/memories"),
+    ],
+    "delete": [
+        create("/memories/d/a.md"), create("/memories/d/b/c.md"), create("/memories/k.md"),
+        delete("/memories/d/b/"), view("/memories"), delete("/memories/d"), delete("/memories/d"),
+        delete("/memories"), delete("/memories/"), delete("/memories/k.md/x"),
+        delete("/memories/k.md"), view("/memories"),
+    ],
+    "rename": [
+        create("/memories/a.md"), create("/memories/d/x.md"), create("/memories/d/y/z.md"),
+        rename("/memories/a.md", "/memories/b/c/a.md"), rename("/memories/d", "/memories/e"),
+        rename("/memories/e", "/memories/b"), rename("/memories/nope", "/memories/b"),
+        rename("/memories/nope", "/memories/new/place"), rename("/memories", "/memories/x"),
+        rename("/memories/", "/memories/x"), rename("/memories/e", "/memories"),
+        rename("/memories/e", "/memories/e/inner"), rename("/memories/b/c/a.md", "/memories/e/y/z.md/q"),
+        rename("/memories/e/", "/memories/f/"), view("/memories"),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_scripted(kit: Any, name: str) -> None:
+    assert_same(kit, SCRIPTS[name])
+
+
+# A small pool of paths, so that commands often meet what earlier ones created: every path of
+# one to three names from a, b, c.md, a few with a trailing slash, and the root once each way.
+_NAMES = ["a", "b", "c.md"]
+_BELOW = ["/memories/" + "/".join(parts) for depth in (1, 2, 3)
+          for parts in itertools.product(_NAMES, repeat=depth)]
+_PATHS = _BELOW + [path + "/" for path in _BELOW[:6]] + ["/memories", "/memories/"]
+_paths = st.sampled_from(_PATHS)
+_text = st.text(alphabet="ab \n", max_size=12)
+_needle = st.text(alphabet="ab\n", max_size=2)
+_view_range = st.one_of(st.none(), st.lists(st.integers(-2, 6), min_size=2, max_size=2))
+_creates = st.builds(create, _paths, _text)
+
+
+def _commands(paths: st.SearchStrategy[str]) -> st.SearchStrategy[Command]:
+    return st.one_of(
+        st.builds(create, paths, _text),
+        st.builds(view, paths, _view_range),
+        st.builds(str_replace, paths, _needle, _needle),
+        st.builds(insert, paths, st.integers(-1, 5), _text),
+        st.builds(delete, paths),
+        st.builds(rename, paths, _paths),
+    )
+
+
+@st.composite
+def _scripts(draw: st.DrawFn) -> list[Command]:
+    """A few creates, then commands that mostly name what was created (or its directories)."""
+    first = draw(st.lists(_creates, min_size=1, max_size=4))
+    created = {c["path"].rstrip("/") for c in first} - {"/memories"}
+    known = sorted(created | {path.rsplit("/", 1)[0] for path in created} or {"/memories"})
+    paths = st.one_of(st.sampled_from(known), st.sampled_from(known), _paths)
+    return first + draw(st.lists(_commands(paths), min_size=1, max_size=10))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(script=_scripts())
+def test_generated_sequences(kit: Any, script: list[Command]) -> None:
+    assert_same(kit, script)

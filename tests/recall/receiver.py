@@ -1,0 +1,51 @@
+"""A tenant's webhook receiver on 127.0.0.1: records what arrives, answers scripted statuses."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Receiver:
+    url: str
+    statuses: list[int]  # answered in order; 200 once they run out
+    received: list[Received] = field(default_factory=list)
+    arrived: threading.Event = field(default_factory=threading.Event)
+
+
+@contextmanager
+def webhook_receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
+    receiver = Receiver(url="", statuses=list(statuses or []))
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            receiver.received.append(Received(dict(self.headers.items()), body))
+            status = receiver.statuses.pop(0) if receiver.statuses else 200
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            receiver.arrived.set()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/memory"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()

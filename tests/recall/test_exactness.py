@@ -1,0 +1,124 @@
+"""Recall is exact: on random data it returns what brute force over every visible passage does."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memoryhub.embeddings import get_provider
+from memoryhub.models import EndUser, MemoryDocument, Passage
+from memoryhub.selectors.recall import Ranking, Visibility, recall_search
+from memoryhub.services.passages import provider_key
+from tenants.context import tenant_context
+
+DIM = 384
+RANKING = Ranking(lexical_weight=0.5, recency_weight=0.1, max_query_terms=16)
+SCOPES = [("global", ""), ("session", "s-1"), ("session", "s-2"), ("profile", "cook"),
+          ("profile", "work")]
+
+
+def unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    vectors = rng.standard_normal((n, DIM))
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def seed(kit, rng: np.random.Generator, key: str) -> None:
+    """Three users, every scope, 1-3 passages per document, random confidence and age."""
+    now = timezone.now()
+    with tenant_context(kit.tenant.id):
+        for user_id in ("alice", "bob", "carol"):
+            end_user = EndUser.objects.create(tenant=kit.tenant, user_id=user_id)
+            for i in range(40):
+                scope, scope_key = SCOPES[i % len(SCOPES)]
+                document = MemoryDocument.objects.create(
+                    tenant=kit.tenant, end_user=end_user, scope=scope, scope_key=scope_key,
+                    path=f"/d{i}.md", content="x", bytes=1, updated_by="app",
+                    confidence=round(float(rng.uniform(0.2, 1.0)), 3),
+                )
+                MemoryDocument.objects.filter(pk=document.pk).update(
+                    updated_at=now - timedelta(days=float(rng.uniform(0, 400))))
+                n = int(rng.integers(1, 4))
+                Passage.objects.bulk_create([
+                    Passage(tenant=kit.tenant, document=document, end_user=end_user, scope=scope,
+                            scope_key=scope_key, document_version=1, ordinal=j, start=0, end=1,
+                            text=f"passage {j}", embedding=vector.tolist(), embedding_provider=key)
+                    for j, vector in enumerate(unit(rng, n))
+                ])
+
+
+def brute_force(kit, query: np.ndarray, *, user_id: str, session: str | None,
+                profile: str | None, now, limit: int, threshold: float | None) -> list[tuple[int, float]]:
+    visible = {("global", "")} | {("session", session), ("profile", profile)}
+    q = query.astype(np.float16).astype(np.float64)
+    best: dict[int, float] = {}
+    with tenant_context(kit.tenant.id):
+        passages = Passage.objects.filter(end_user__user_id=user_id).values_list(
+            "document_id", "scope", "scope_key", "embedding")
+        documents = {d.pk: d for d in MemoryDocument.objects.filter(end_user__user_id=user_id)}
+        for document_id, scope, scope_key, embedding in passages:
+            if (scope, scope_key) not in visible:
+                continue
+            e = np.asarray(embedding, dtype=np.float16).astype(np.float64)
+            similarity = float(q @ e / (np.linalg.norm(q) * np.linalg.norm(e)))
+            best[document_id] = max(best.get(document_id, -2.0), similarity)
+    scored = []
+    for document_id, similarity in best.items():
+        document = documents[document_id]
+        age_days = max((now - document.updated_at).total_seconds(), 0) / 86400
+        recency = 1 / (1 + RANKING.recency_weight * math.log(1 + age_days))
+        score = max(similarity, 0.0) * document.confidence * recency
+        if threshold is None or score >= threshold:
+            scored.append((document_id, score))
+    scored.sort(key=lambda item: -item[1])
+    return scored[:limit]
+
+
+@pytest.mark.parametrize("seed_value", [7, 2024])
+def test_results_equal_brute_force_on_random_vectors(acme, globex, seed_value: int) -> None:
+    rng = np.random.default_rng(seed_value)
+    key = provider_key(get_provider())
+    seed(acme, rng, key)
+    seed(globex, np.random.default_rng(seed_value + 1), key)  # never visible to acme
+    now = timezone.now()
+    cases = [("alice", "s-1", "cook", 10, None), ("bob", None, None, 50, None),
+             ("carol", "s-2", "work", 5, 0.02), ("alice", "s-2", None, 50, 0.01)]
+    for user_id, session, profile, limit, threshold in cases:
+        query = unit(rng, 1)[0]
+        expected = brute_force(acme, query, user_id=user_id, session=session, profile=profile,
+                               now=now, limit=limit, threshold=threshold)
+        with tenant_context(acme.tenant.id):
+            end_user = EndUser.objects.get(user_id=user_id)
+            hits = recall_search(
+                visibility=Visibility(acme.tenant.id, end_user.pk, session, profile),
+                query_vector=query.tolist(), provider=key, terms=[], limit=limit,
+                threshold=threshold, ranking=RANKING, now=now,
+            )
+        assert [h.document_id for h in hits] == [pk for pk, _ in expected]
+        assert [h.score for h in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+        assert expected, "the case must return something to compare"
+
+
+def test_no_approximate_index_exists_on_passages(db) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'memoryhub_passage'")
+        definitions = [row[0] for row in cursor.fetchall()]
+    assert definitions and not [d for d in definitions if "hnsw" in d or "ivfflat" in d]
+    assert any("passage_visible" in d for d in definitions)
+
+
+def test_vectors_of_another_provider_are_not_compared(acme, globex) -> None:
+    rng = np.random.default_rng(1)
+    seed(acme, rng, "old-model:384")
+    with tenant_context(acme.tenant.id):
+        end_user = EndUser.objects.get(user_id="alice")
+        hits = recall_search(
+            visibility=Visibility(acme.tenant.id, end_user.pk, None, None),
+            query_vector=unit(rng, 1)[0].tolist(), provider=provider_key(get_provider()),
+            terms=[], limit=10, threshold=None, ranking=RANKING, now=timezone.now(),
+        )
+    assert hits == []

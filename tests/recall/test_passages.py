@@ -1,0 +1,110 @@
+"""Passages follow every document write; vectors follow passages (in-process, no worker here)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from memoryhub.embeddings import get_provider
+from memoryhub.models import Passage
+from memoryhub.services.documents import document_remove
+from memoryhub.services.passages import document_embed, provider_key
+from memoryhub.tasks import embeddings_sweep
+from tenants.context import tenant_context
+from tests.recall.helpers import embed_all, put
+
+SECTIONS = [f"## Part {i}\n" + f"Sentence number {i} of a long memory. " * 40 for i in range(4)]
+
+
+def passages(kit) -> list[Passage]:
+    with tenant_context(kit.tenant.id):
+        return list(Passage.objects.order_by("document_id", "ordinal"))
+
+
+def test_a_write_builds_passages_with_offsets_search_vector_and_scope(acme, globex) -> None:
+    document = put(acme, "alice", "/long.md", "\n\n".join(SECTIONS), scope="session", key="s-9")
+    rows = passages(acme)
+    assert len(rows) >= 4
+    for row in rows:
+        assert document.content[row.start:row.end] == row.text
+        assert (row.scope, row.scope_key, row.end_user_id) == ("session", "s-9", document.end_user_id)
+        assert row.document_version == 1 and row.search and row.embedding is None
+    assert passages(globex) == []
+
+
+def test_an_edit_keeps_the_vectors_of_unchanged_passages(acme, globex) -> None:
+    put(acme, "alice", "/long.md", "\n\n".join(SECTIONS))
+    assert embed_all(acme) == len(passages(acme))
+    put(acme, "alice", "/long.md", "\n\n".join([*SECTIONS[:3], "## Part 3\nRewritten."]))
+    rows = passages(acme)
+    assert {row.document_version for row in rows} == {2}
+    assert [row.embedding is None for row in rows][-1] is True
+    assert sum(row.embedding is None for row in rows) == 1
+    assert embed_all(acme) == 1  # only what changed goes to the provider
+
+
+def test_embedding_is_idempotent_and_skips_a_version_that_moved_on(acme, globex) -> None:
+    first = put(acme, "alice", "/a.md", "first text")
+    put(acme, "alice", "/a.md", "second text")
+    with tenant_context(acme.tenant.id):
+        assert document_embed(document_id=first.pk, version=1) == 0  # moved on to version 2
+        assert document_embed(document_id=first.pk, version=2) == 1
+        assert document_embed(document_id=first.pk, version=2) == 0
+        row = Passage.objects.get()
+    assert row.embedding_provider == provider_key(get_provider()) == "hashing:384"
+    assert len(row.embedding) == 384
+
+
+def test_deleting_a_document_deletes_its_passages(acme, globex) -> None:
+    document = put(acme, "alice", "/a.md", "some text")
+    with tenant_context(acme.tenant.id):
+        document_remove(tenant=acme.tenant, end_user=document.end_user, document=document,
+                        actor="app")
+        assert not Passage.objects.exists()
+
+
+def test_the_commit_enqueues_the_embedding_task(
+    acme, globex, django_capture_on_commit_callbacks, eager_tasks,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        put(acme, "alice", "/a.md", "some text")
+    assert len(callbacks) == 1
+    assert all(row.embedding is not None for row in passages(acme))
+
+
+@pytest.mark.parametrize("limit", [None, 3])
+def test_reembed_replaces_vectors_of_another_provider_and_resumes(acme, globex, limit) -> None:
+    for i in range(4):
+        put(acme, "alice", f"/n{i}.md", f"note {i}")
+    put(globex, "bob", "/g.md", "globex note")
+    embed_all(acme)
+    with tenant_context(acme.tenant.id):
+        Passage.objects.update(embedding_provider="old-model:384")
+    out = StringIO()
+    args = ["--batch-size", "2"] + (["--limit", str(limit)] if limit else [])
+    call_command("reembed", *args, stdout=out)
+    current = provider_key(get_provider())
+    with tenant_context(acme.tenant.id):
+        done = Passage.objects.filter(embedding_provider=current).count()
+    assert done == (limit or 4)
+    assert "100%" in out.getvalue()
+    if limit:
+        call_command("reembed", stdout=StringIO())  # the next run finishes the job
+    with tenant_context(acme.tenant.id):
+        assert not Passage.objects.exclude(embedding_provider=current).exists()
+    with tenant_context(globex.tenant.id):  # globex's passage had no vector: it gets one too
+        assert Passage.objects.get().embedding_provider == current
+
+
+def test_the_sweep_embeds_what_a_lost_message_left_behind(acme, globex, eager_tasks) -> None:
+    put(acme, "alice", "/a.md", "written while the broker was down")
+    put(globex, "bob", "/b.md", "just written: its own task is still on the way")
+    with tenant_context(acme.tenant.id):
+        Passage.objects.update(created_at=timezone.now() - timedelta(minutes=5))
+    assert embeddings_sweep() == 1
+    assert all(row.embedding is not None for row in passages(acme))
+    assert all(row.embedding is None for row in passages(globex))

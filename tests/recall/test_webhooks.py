@@ -1,0 +1,239 @@
+"""Webhooks: the admin API, and delivery (signed, retried, switched off) to a real local server.
+
+Delivery runs in-process here (the service the worker's task calls); tests/workers runs it
+through a real worker.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memoryhub.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
+from memoryhub.services.events import changed_event, pressure_event
+from memoryhub.services.webhooks import (
+    DELIVERY_HEADER,
+    EVENT_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    event_payload,
+    signature_valid,
+    webhook_deliver,
+)
+from memoryhub.tasks import webhooks_sweep
+from tenants.context import tenant_context
+from tenants.models import AuditEntry
+from tests.recall.receiver import webhook_receiver
+
+
+@pytest.fixture
+def private_urls_allowed(settings) -> None:
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
+
+
+def create(kit, url: str, **extra) -> dict:
+    response = kit.client.post("/api/v1/webhooks", {"url": url, **extra}, format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def event(kit, *, path: str = "/a.md"):
+    with tenant_context(kit.tenant.id):
+        return changed_event(tenant_id=kit.tenant.id, user_id="alice", actor="app",
+                             change="created", path=path, scope="global")
+
+
+def deliver(kit, delivery_id: int) -> str:
+    with tenant_context(kit.tenant.id):
+        return webhook_deliver(delivery_id=delivery_id)
+
+
+def delivery_of(kit) -> WebhookDelivery:
+    with tenant_context(kit.tenant.id):
+        return WebhookDelivery.objects.select_related("endpoint").get()
+
+
+# --- admin API -----------------------------------------------------------------------------
+
+
+def test_create_shows_the_secret_once_then_only_a_hint(acme, globex, private_urls_allowed) -> None:
+    created = create(acme, "https://hooks.example.com/memory")
+    assert created["secret"].startswith("whsec_") and len(created["secret"]) > 40
+    assert created["event_types"] == ["memory.changed", "memory.pressure"]
+    assert created["enabled"] is True and created["last_status"] is None
+    listed = acme.client.get("/api/v1/webhooks").json()["webhooks"]
+    assert [w["id"] for w in listed] == [created["id"]]
+    assert "secret" not in listed[0] and listed[0]["secret_hint"].endswith(created["secret"][-4:])
+    given = create(acme, "https://hooks.example.com/b", secret="s" * 20,
+                   event_types=["memory.pressure"])
+    assert given["secret"] == "s" * 20 and given["event_types"] == ["memory.pressure"]
+    with tenant_context(acme.tenant.id):
+        assert AuditEntry.objects.filter(action="webhook.created").count() == 2
+
+
+def test_update_and_delete(acme, globex, private_urls_allowed) -> None:
+    created = create(acme, "https://hooks.example.com/memory")
+    url = f"/api/v1/webhooks/{created['id']}"
+    changed = acme.client.patch(url, {"enabled": False, "event_types": ["memory.changed"]},
+                                format="json").json()
+    assert changed["enabled"] is False and changed["event_types"] == ["memory.changed"]
+    assert "secret" not in changed
+    rotated = acme.client.patch(url, {"secret": "n" * 32}, format="json").json()
+    assert rotated["secret"] == "n" * 32
+    assert acme.client.delete(url).status_code == 204
+    assert acme.client.get(url).status_code == 404
+
+
+def test_another_tenant_and_a_memory_key_cannot_touch_webhooks(acme, globex, private_urls_allowed) -> None:
+    created = create(acme, "https://hooks.example.com/memory")
+    url = f"/api/v1/webhooks/{created['id']}"
+    for response in (globex.client.get(url), globex.client.patch(url, {"enabled": False}, format="json"),
+                     globex.client.delete(url)):
+        assert (response.status_code, response.json()["error"]["code"]) == (404, "not_found")
+    assert globex.client.get("/api/v1/webhooks").json() == {"webhooks": []}
+    agent = acme.client_with(acme.memory_key)
+    assert agent.get("/api/v1/webhooks").status_code == 403
+    assert agent.post("/api/v1/webhooks", {"url": "https://x.example.com"}, format="json").status_code == 403
+    assert acme.client.get(url).json()["enabled"] is True
+
+
+def test_validation(acme, globex, settings) -> None:
+    bad = [
+        ({"url": "ftp://hooks.example.com"}, "invalid_url"),
+        ({"url": "https://hooks.example.com", "event_types": ["memory.read"]}, "invalid_request"),
+        ({"url": "https://hooks.example.com", "event_types": []}, "invalid_request"),
+        ({"url": "https://hooks.example.com", "secret": "short"}, "invalid_request"),
+        ({"url": "https://hooks.example.com", "colour": "red"}, "invalid_request"),
+        ({"url": "http://127.0.0.1:9/x"}, "invalid_url"),  # private addresses: SSRF
+        ({"url": "http://169.254.169.254/latest"}, "invalid_url"),
+        ({"url": "https://user:pw@hooks.example.com"}, "invalid_url"),
+    ]
+    for body, code in bad:
+        response = acme.client.post("/api/v1/webhooks", body, format="json")
+        assert (response.status_code, response.json()["error"]["code"]) == (400, code), body
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
+    for i in range(20):
+        create(acme, f"http://127.0.0.1:9/{i}")
+    over = acme.client.post("/api/v1/webhooks", {"url": "http://127.0.0.1:9/x"}, format="json")
+    assert (over.status_code, over.json()["error"]["code"]) == (422, "webhook_limit")
+
+
+# --- delivery ------------------------------------------------------------------------------
+
+
+def test_events_queue_deliveries_for_subscribed_enabled_endpoints_only(
+    acme, globex, private_urls_allowed, django_capture_on_commit_callbacks,
+) -> None:
+    changed_only = create(acme, "https://a.example.com", event_types=["memory.changed"])
+    both = create(acme, "https://b.example.com")
+    create(acme, "https://c.example.com", enabled=False)
+    create(globex, "https://g.example.com")
+    with django_capture_on_commit_callbacks() as callbacks:
+        first = event(acme)
+        with tenant_context(acme.tenant.id):
+            pressure = pressure_event(tenant_id=acme.tenant.id, user_id="alice",
+                                      actor="assistant", scope="global", scope_key="",
+                                      used_bytes=10, limit_bytes=10)
+    with tenant_context(acme.tenant.id):
+        queued = sorted(WebhookDelivery.objects.values_list("event_id", "endpoint_id"))
+    assert queued == sorted([(first.id, changed_only["id"]), (first.id, both["id"]),
+                             (pressure.id, both["id"])])
+    assert len(callbacks) == 3  # one enqueue per delivery, when the write commits
+    with tenant_context(globex.tenant.id):
+        assert not WebhookDelivery.objects.exists()
+
+
+def test_a_delivery_is_signed_and_sent_once(acme, globex, private_urls_allowed) -> None:
+    with webhook_receiver() as receiver:
+        created = create(acme, receiver.url)
+        sent = event(acme)
+        delivery = delivery_of(acme)
+        assert deliver(acme, delivery.pk) == DeliveryStatus.DELIVERED
+        assert deliver(acme, delivery.pk) == "skipped"  # idempotent
+    assert len(receiver.received) == 1
+    request = receiver.received[0]
+    assert json.loads(request.body) == json.loads(event_payload(sent))
+    assert json.loads(request.body) == {
+        "id": sent.id, "type": "memory.changed", "created_at": json.loads(request.body)["created_at"],
+        "actor": "app", "user_id": "alice",
+        "data": {"change": "created", "path": "/a.md", "scope": "global", "scope_key": ""},
+    }
+    assert signature_valid(secret=created["secret"], timestamp=request.headers[TIMESTAMP_HEADER],
+                           body=request.body, header=request.headers[SIGNATURE_HEADER])
+    assert not signature_valid(secret="whsec_other", timestamp=request.headers[TIMESTAMP_HEADER],
+                               body=request.body, header=request.headers[SIGNATURE_HEADER])
+    assert request.headers[EVENT_HEADER] == "memory.changed"
+    assert request.headers[DELIVERY_HEADER] == str(delivery.pk)
+    shown = acme.client.get(f"/api/v1/webhooks/{created['id']}").json()
+    assert shown["last_status"] == 200 and shown["last_success_at"] and not shown["failing_since"]
+
+
+def test_a_failure_is_retried_later_with_backoff(acme, globex, private_urls_allowed) -> None:
+    with webhook_receiver(statuses=[500, 503]) as receiver:
+        created = create(acme, receiver.url)
+        event(acme)
+        delivery = delivery_of(acme)
+        assert deliver(acme, delivery.pk) == DeliveryStatus.PENDING
+        first = delivery_of(acme)
+        assert (first.attempts, first.last_status) == (1, 500)
+        assert deliver(acme, delivery.pk) == "skipped"  # not due yet: a duplicate message
+        shown = acme.client.get(f"/api/v1/webhooks/{created['id']}").json()
+        assert (shown["last_status"], shown["last_error"]) == (500, "HTTP 500")
+        assert shown["failing_since"] and shown["enabled"]
+        for _ in range(2):
+            with tenant_context(acme.tenant.id):
+                WebhookDelivery.objects.update(next_attempt_at=timezone.now())
+            deliver(acme, delivery.pk)
+        final = delivery_of(acme)
+    assert final.status == DeliveryStatus.DELIVERED and final.attempts == 3
+    waits = [(first.next_attempt_at - first.created_at).total_seconds()]
+    assert 29 <= waits[0] <= 31  # retry_base: 30 s, doubling each time
+    assert len({r.headers[DELIVERY_HEADER] for r in receiver.received}) == 1
+    assert acme.client.get(f"/api/v1/webhooks/{created['id']}").json()["failing_since"] is None
+
+
+def test_an_endpoint_failing_for_a_day_is_switched_off_with_a_reason(acme, globex, private_urls_allowed) -> None:
+    with webhook_receiver(statuses=[500, 500]) as receiver:
+        created = create(acme, receiver.url)
+        event(acme, path="/a.md")
+        event(acme, path="/b.md")
+        with tenant_context(acme.tenant.id):
+            WebhookEndpoint.objects.update(failing_since=timezone.now() - timedelta(hours=25))
+            first_id = WebhookDelivery.objects.order_by("id").first().pk
+        assert deliver(acme, first_id) == DeliveryStatus.ABANDONED
+    shown = acme.client.get(f"/api/v1/webhooks/{created['id']}").json()
+    assert shown["enabled"] is False and "HTTP 500" in shown["disabled_reason"]
+    with tenant_context(acme.tenant.id):
+        assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"abandoned"}
+    # New events are not queued for it; switching it on again clears the failure record.
+    event(acme, path="/c.md")
+    with tenant_context(acme.tenant.id):
+        assert WebhookDelivery.objects.count() == 2
+    again = acme.client.patch(f"/api/v1/webhooks/{created['id']}", {"enabled": True}, format="json").json()
+    assert again["enabled"] and again["disabled_reason"] == "" and again["failing_since"] is None
+    assert len(receiver.received) == 1
+
+
+def test_a_url_turning_private_is_refused_at_delivery(acme, globex, settings, private_urls_allowed) -> None:
+    create(acme, "http://10.0.0.1/hook")
+    event(acme)
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": False}
+    delivery = delivery_of(acme)
+    assert deliver(acme, delivery.pk) == DeliveryStatus.PENDING
+    assert "private or reserved" in delivery_of(acme).last_error
+
+
+def test_the_sweep_sends_deliveries_whose_message_was_lost(
+    acme, globex, private_urls_allowed, eager_tasks,
+) -> None:
+    with webhook_receiver() as receiver:
+        create(acme, receiver.url)
+        event(acme)
+        with tenant_context(acme.tenant.id):
+            WebhookDelivery.objects.update(next_attempt_at=timezone.now() - timedelta(minutes=5))
+        assert webhooks_sweep() == 1
+    assert delivery_of(acme).status == DeliveryStatus.DELIVERED
+    assert len(receiver.received) == 1

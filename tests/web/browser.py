@@ -1,0 +1,102 @@
+"""Playwright helpers for the browser tests: one Chromium per test session, a fresh context
+per test, screenshots under test-results/screenshots/, and an API client for the agent's side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.contrib.auth.models import AbstractBaseUser
+from django.test import Client
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+class Pages:
+    """Opens pages in fresh browser contexts and fails the test on any console error
+    (a Content-Security-Policy violation shows up there)."""
+
+    def __init__(self, browser: Any, base_url: str) -> None:
+        self.browser = browser
+        self.base_url = base_url
+        self.contexts: list[Any] = []
+        self.errors: list[str] = []
+
+    def new(self, *, user: AbstractBaseUser | None = None, phone: bool = False) -> Any:
+        context = self.browser.new_context(
+            base_url=self.base_url, viewport=PHONE if phone else {"width": 1280, "height": 900},
+            is_mobile=phone, has_touch=phone,
+        )
+        if user is not None:
+            client = Client()
+            client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+            context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
+                                  "url": self.base_url}])
+        self.contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        return page
+
+    def close(self) -> None:
+        for context in self.contexts:
+            context.close()
+
+
+@pytest.fixture
+def pages(browser: Any, live_server: Any) -> Iterator[Pages]:
+    opened = Pages(browser, live_server.url)
+    yield opened
+    opened.close()
+    # 404/403/410 pages are expected in some tests; the browser logs those loads as errors.
+    unexpected = [e for e in opened.errors if "status of 4" not in e]
+    assert unexpected == []
+
+
+def shot(page: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+class Api:
+    """The agent's and the app's side: the real API over HTTP against the live server."""
+
+    def __init__(self, base_url: str, key: str) -> None:
+        self.http = httpx.Client(base_url=f"{base_url}/api/v1",
+                                 headers={"Authorization": f"Bearer {key}"}, timeout=10)
+
+    def tool(self, user_id: str, **command: Any) -> dict[str, Any]:
+        response = self.http.post(f"/users/{user_id}/memory", json=command)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def index(self, user_id: str, **params: str) -> dict[str, Any]:
+        response = self.http.get(f"/users/{user_id}/memory/index", params=params)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def portal_link(self, user_id: str) -> str:
+        response = self.http.post(f"/users/{user_id}/portal-link")
+        assert response.status_code == 201, response.text
+        return response.json()["url"]

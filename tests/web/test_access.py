@@ -1,0 +1,158 @@
+"""Who reaches which page: the permission matrix of the web pages.
+
+Another tenant's pages are 404 (exactly "not found"), a plain member gets 403 on admin pages
+of their own tenant, a person's memory page opens only for its portal session or linked
+account, and a portal session reaches nothing else.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from memoryhub.services.people import portal_link_create
+from tenants.context import tenant_context
+from tests.web.conftest import person, person_url, signed_in, write
+
+TENANT_GET_PAGES = ["tenant_overview", "tenant_settings", "tenant_profiles", "tenant_keys",
+                    "tenant_members", "tenant_people", "tenant_audit"]
+TENANT_POST_ACTIONS = [
+    ("tenant_memory", {}, {"memory_enabled": "off"}),
+    ("tenant_settings", {}, {"name": "x", "recall_threshold": "0.2"}),
+    ("tenant_profiles", {}, {"name": "stolen"}),
+    ("tenant_profile_toggle", {"pk": 1}, {"disabled": "on"}),
+    ("tenant_keys", {}, {"name": "stolen", "permissions": ["memory"]}),
+    ("tenant_key_revoke", {"pk": 1}, {}),
+    ("tenant_members", {}, {"email": "x@evil.test", "role": "owner"}),
+    ("tenant_member_role", {"pk": 1}, {"role": "owner"}),
+    ("tenant_member_remove", {"pk": 1}, {}),
+    ("tenant_invitation_revoke", {"pk": 1}, {}),
+    ("tenant_person_forget", {"pk": 1}, {}),
+]
+
+
+def _url(name: str, slug: str, **kwargs: int) -> str:
+    return reverse(f"web:{name}", kwargs={"slug": slug, **kwargs})
+
+
+def test_admins_and_owners_open_every_tenant_page(acme_team, globex_team) -> None:
+    for user in (acme_team.owner, acme_team.admin):
+        client = signed_in(user)
+        for name in TENANT_GET_PAGES:
+            response = client.get(_url(name, "acme"))
+            assert response.status_code == 200, (user.email, name)
+            assert "Globex" not in response.content.decode()
+
+
+def test_a_plain_member_gets_403_on_its_own_tenants_admin_pages(acme_team, globex_team) -> None:
+    client = signed_in(acme_team.member)
+    for name in TENANT_GET_PAGES:
+        assert client.get(_url(name, "acme")).status_code == 403, name
+    for name, kwargs, data in TENANT_POST_ACTIONS:
+        assert client.post(_url(name, "acme", **kwargs), data).status_code == 403, name
+    with tenant_context(acme_team.tenant.pk):
+        acme_team.tenant.refresh_from_db()
+    assert acme_team.tenant.memory_enabled is True
+
+
+def test_another_tenants_pages_and_actions_are_404(acme_team, globex_team) -> None:
+    """acme's owner addresses globex by slug and by globex's own row ids: all 404, no change."""
+    write(globex_team.tenant, "g-user", "/secret.md", "globex data")
+    with tenant_context(globex_team.tenant.pk):
+        from memoryhub.models import EndUser
+        from tenants.models import ApiKey, Membership
+
+        ids = {
+            "tenant_key_revoke": ApiKey.objects.first().pk,
+            "tenant_member_role": Membership.objects.get(user=globex_team.owner).pk,
+            "tenant_member_remove": Membership.objects.get(user=globex_team.owner).pk,
+            "tenant_person_forget": EndUser.objects.get().pk,
+        }
+    client = signed_in(acme_team.owner)
+    for name in TENANT_GET_PAGES:
+        assert client.get(_url(name, "globex")).status_code == 404, name
+        assert client.get(_url(name, "no-such-tenant")).status_code == 404, name
+    for name, kwargs, data in TENANT_POST_ACTIONS:
+        if "pk" in kwargs:
+            kwargs = {"pk": ids.get(name, kwargs["pk"])}
+            # globex's row ids under acme's own slug: not found either.
+            assert client.post(_url(name, "acme", **kwargs), data).status_code == 404, name
+        assert client.post(_url(name, "globex", **kwargs), data).status_code == 404, name
+    with tenant_context(globex_team.tenant.pk):
+        assert ApiKey.objects.filter(revoked_at=None).count() == 2
+        assert Membership.objects.count() == 3
+        assert EndUser.objects.count() == 1
+
+
+def test_anonymous_visitors_are_sent_to_sign_in(acme_team) -> None:
+    client = Client()
+    for name in TENANT_GET_PAGES:
+        response = client.get(_url(name, "acme"))
+        assert response.status_code == 302
+        assert response["Location"].startswith("/accounts/login/")
+    assert client.get("/")["Location"].startswith("/accounts/login/")
+    end_user = person(acme_team.tenant, "alice")
+    assert client.get(person_url(end_user))["Location"].startswith("/accounts/login/")
+
+
+def test_the_person_page_opens_only_for_the_linked_account(acme_team, globex_team) -> None:
+    alice = person(acme_team.tenant, "alice", account=acme_team.member)
+    bob = person(acme_team.tenant, "bob")  # not linked to anyone
+    globex_alice = person(globex_team.tenant, "alice", account=globex_team.member)
+    client = signed_in(acme_team.member)
+    assert client.get(person_url(alice)).status_code == 200
+    assert client.get(person_url(bob)).status_code == 404
+    assert client.get(person_url(globex_alice)).status_code == 404
+    # The right end user under the wrong tenant id: RLS hides it.
+    wrong_tenant = reverse("web:person", kwargs={"tenant_id": globex_team.tenant.pk,
+                                                 "end_user_id": alice.pk})
+    assert client.get(wrong_tenant).status_code == 404
+    # Another person's document under alice's own page: not found, not deleted.
+    bobs = write(acme_team.tenant, "bob", "/b.md", "bob's")
+    for name in ("web:document_open", "web:document_edit"):
+        assert client.get(person_url(alice, name, document_id=bobs.pk)).status_code == 404
+    delete = person_url(alice, "web:document_delete", document_id=bobs.pk)
+    assert client.post(delete, {"version": "1"}).status_code == 404
+    # Tenant admins do not read people's notes.
+    assert signed_in(acme_team.owner).get(person_url(alice)).status_code == 404
+
+
+@pytest.fixture
+def portal_client(acme_team, globex_team):
+    """A browser that redeemed alice's portal link (no account)."""
+    write(acme_team.tenant, "alice", "/notes/a.md", "alice's note")
+    write(acme_team.tenant, "bob", "/notes/b.md", "bob's note")
+    with tenant_context(acme_team.tenant.pk):
+        link = portal_link_create(tenant=acme_team.tenant, user_id="alice")
+    client = Client()
+    response = client.get(f"/portal/{link.token}")
+    assert response.status_code == 302
+    return client, response["Location"]
+
+
+def test_a_portal_session_reaches_only_its_own_page(portal_client, acme_team, globex_team) -> None:
+    client, page = portal_client
+    assert "alice&#x27;s note" not in client.get(page).content.decode()  # content is not listed
+    assert "/notes/a.md" in client.get(page).content.decode()
+    bob = person(acme_team.tenant, "bob")
+    globex_person = person(globex_team.tenant, "alice")
+    elsewhere = [
+        "/", "/t/acme/", "/t/acme/settings", "/t/globex/", "/accounts/password/change/",
+        "/accounts/email/", "/accounts/2fa/", "/platform-admin/", "/api/docs/",
+        person_url(bob), person_url(bob, "web:export"), person_url(globex_person),
+    ]
+    for url in elsewhere:
+        assert client.get(url).status_code == 404, url
+    assert client.post(person_url(bob, "web:forget"), {"confirm": "FORGET"}).status_code == 404
+    with tenant_context(acme_team.tenant.pk):
+        from memoryhub.models import EndUser
+
+        assert EndUser.objects.filter(user_id="bob").exists()
+    assert client.get(page).status_code == 200
+
+
+def test_leaving_ends_the_portal_session(portal_client) -> None:
+    client, page = portal_client
+    assert client.post(reverse("web:portal_leave")).status_code == 200
+    assert client.get(page).status_code == 302  # now anonymous: sent to sign in

@@ -1,0 +1,196 @@
+"""The tenant admin dashboard: settings, profiles, keys, members, end users, audit log.
+
+Each change must reach the API at once and leave an AuditEntry naming the account.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.core import mail
+from rest_framework.test import APIClient
+
+from memoryhub.models import EndUser, EventType, MemoryEvent, Profile
+from tenants.context import tenant_context
+from tenants.models import AuditEntry, Membership, Role
+from tests.web.conftest import signed_in, write
+
+SETTINGS = {
+    "name": "Acme", "memory_enabled": "on", "recall_threshold": "0.15", "session_days": "30",
+    "max_document_bytes": "16384", "max_index_entries": "50", "max_index_tokens": "1500",
+    "max_scope_bytes": "262144", "max_writes_per_turn": "20",
+}
+
+
+def _audit(tenant, action: str) -> list[AuditEntry]:
+    with tenant_context(tenant.pk):
+        return list(AuditEntry.objects.filter(action=action).order_by("id"))
+
+
+def test_overview_counts_this_tenant_only(acme, globex, acme_team) -> None:
+    write(acme.tenant, "alice", "/a.md", "12345")
+    write(acme.tenant, "bob", "/b.md", "123", scope="session", scope_key="s")
+    write(globex.tenant, "carol", "/c.md", "x" * 1000)
+    with tenant_context(acme.tenant.pk):
+        MemoryEvent.objects.create(type=EventType.PRESSURE, actor="assistant", user_id="bob",
+                                   data={"scope": "session"})
+    html = signed_in(acme_team.admin).get("/t/acme/").content.decode()
+    stats = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", html))
+    assert stats["End users"] == "2"
+    assert stats["Documents"] == "2"
+    assert stats["Writes today"] == "2"
+    assert stats["Memory pressure events, 7 days"] == "1"
+    assert "/b.md" in html and "carol" not in html
+
+
+def test_a_limit_changed_on_the_page_applies_to_the_api_at_once(acme, globex, acme_team) -> None:
+    client = signed_in(acme_team.admin)
+    response = client.post("/t/acme/settings", {**SETTINGS, "max_document_bytes": "100",
+                                                 "max_index_entries": ""})
+    assert response.status_code == 302
+    limits = acme.client.get("/api/v1/tenant").json()["limits"]
+    assert limits["max_document_bytes"] == 100
+    assert limits["max_index_entries"] is None  # blank switches the limit off
+    assert globex.client.get("/api/v1/tenant").json()["limits"]["max_document_bytes"] == 16384
+    put = acme.client.put("/api/v1/users/u/documents/global/a.md", {"content": "x" * 101},
+                          format="json")
+    assert put.status_code == 422
+    assert put.json()["error"]["code"] == "document_too_large"
+    [entry] = _audit(acme.tenant, "tenant.settings_changed")
+    assert entry.actor == "admin@acme.test"
+    assert entry.data["max_document_bytes"] == [16384, 100]
+
+
+def test_settings_refuse_what_is_not_a_positive_whole_number(acme, acme_team) -> None:
+    client = signed_in(acme_team.admin)
+    for field, bad in [("max_scope_bytes", "0"), ("max_scope_bytes", "-5"),
+                       ("max_writes_per_turn", "ten"), ("session_days", "1.5"),
+                       ("recall_threshold", "2")]:
+        response = client.post("/t/acme/settings", {**SETTINGS, field: bad})
+        assert response.status_code == 422, (field, bad)
+        assert 'class="errorlist' in response.content.decode()
+    assert acme.client.get("/api/v1/tenant").json()["limits"]["max_scope_bytes"] == 262144
+    assert _audit(acme.tenant, "tenant.settings_changed") == []
+
+
+def test_memory_off_for_the_tenant(acme, acme_team) -> None:
+    client = signed_in(acme_team.owner)
+    response = client.post("/t/acme/memory", {"memory_enabled": "off"}, HTTP_HX_REQUEST="true")
+    assert "Memory is off for the whole tenant" in response.content.decode()
+    assert acme.client.get("/api/v1/tenant").json()["memory_enabled"] is False
+    assert _audit(acme.tenant, "tenant.settings_changed")[0].data == {"memory_enabled": [True, False]}
+
+
+def test_profiles_add_disable_enable(acme, globex, acme_team) -> None:
+    client = signed_in(acme_team.admin)
+    assert client.post("/t/acme/profiles", {"name": "Bad Name"}).status_code == 422
+    assert client.post("/t/acme/profiles", {"name": "cooking"}).status_code == 302
+    assert client.post("/t/acme/profiles", {"name": "cooking"}).status_code == 422
+    with tenant_context(acme.tenant.pk):
+        profile = Profile.objects.get(name="cooking")
+    client.post(f"/t/acme/profiles/{profile.pk}", {"disabled": "on"})
+    listed = acme.client.get("/api/v1/profiles").json()["profiles"]
+    assert listed[0]["disabled"] is True
+    assert globex.client.get("/api/v1/profiles").json()["profiles"] == []
+    client.post(f"/t/acme/profiles/{profile.pk}", {"disabled": "off"})
+    assert acme.client.get("/api/v1/profiles").json()["profiles"][0]["disabled"] is False
+    assert [e.data["disabled"] for e in _audit(acme.tenant, "profile.set")] == [False, True, False]
+
+
+def test_a_key_created_on_the_page_is_shown_once_and_works_until_revoked(acme, globex,
+                                                                         acme_team) -> None:
+    client = signed_in(acme_team.admin)
+    response = client.post("/t/acme/keys", {"name": "web-made", "permissions": ["admin"]})
+    html = response.content.decode()
+    assert response["Cache-Control"] == "no-store"
+    plaintext = re.search(r'id="new-key-secret">(mh_[^<]+)<', html).group(1)
+    assert plaintext not in client.get("/t/acme/keys").content.decode()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
+    assert api.get("/api/v1/tenant").json()["slug"] == "acme"
+    assert api.get("/api/v1/users").status_code == 403  # admin only, as chosen
+    with tenant_context(acme.tenant.pk):
+        from tenants.models import ApiKey
+
+        key = ApiKey.objects.get(name="web-made")
+    client.post(f"/t/acme/keys/{key.pk}/revoke")
+    assert api.get("/api/v1/tenant").status_code == 401
+    assert [e.actor for e in _audit(acme.tenant, "api_key.created")][-1] == "admin@acme.test"
+    assert _audit(acme.tenant, "api_key.revoked")[0].target == key.masked
+    assert client.post("/t/acme/keys", {"name": "none", "permissions": []}).status_code == 422
+
+
+def test_the_last_owner_cannot_be_demoted_or_removed(acme, acme_team) -> None:
+    owner = signed_in(acme_team.owner)
+    with tenant_context(acme.tenant.pk):
+        owner_membership = Membership.objects.get(user=acme_team.owner)
+        admin_membership = Membership.objects.get(user=acme_team.admin)
+    owner.post(f"/t/acme/members/{owner_membership.pk}/role", {"role": "admin"})
+    owner.post(f"/t/acme/members/{owner_membership.pk}/remove")
+    with tenant_context(acme.tenant.pk):
+        assert Membership.objects.get(pk=owner_membership.pk).role == Role.OWNER
+    page = owner.get("/t/acme/members").content.decode()
+    assert "last owner" in page
+    # An admin cannot touch owners or make one.
+    admin = signed_in(acme_team.admin)
+    admin.post(f"/t/acme/members/{owner_membership.pk}/remove")
+    admin.post(f"/t/acme/members/{admin_membership.pk}/role", {"role": "owner"})
+    with tenant_context(acme.tenant.pk):
+        assert Membership.objects.filter(role=Role.OWNER).count() == 1
+        assert Membership.objects.get(pk=admin_membership.pk).role == Role.ADMIN
+    # With a second owner, the first may step down.
+    owner.post(f"/t/acme/members/{admin_membership.pk}/role", {"role": "owner"})
+    owner.post(f"/t/acme/members/{owner_membership.pk}/role", {"role": "member"})
+    with tenant_context(acme.tenant.pk):
+        assert Membership.objects.get(pk=owner_membership.pk).role == Role.MEMBER
+    roles = [e.data["role"] for e in _audit(acme.tenant, "member.role_set")]
+    assert roles[-2:] == ["owner", "member"]
+
+
+def test_remove_a_member(acme, acme_team) -> None:
+    with tenant_context(acme.tenant.pk):
+        membership = Membership.objects.get(user=acme_team.member)
+    signed_in(acme_team.admin).post(f"/t/acme/members/{membership.pk}/remove")
+    with tenant_context(acme.tenant.pk):
+        assert not Membership.objects.filter(pk=membership.pk).exists()
+    assert _audit(acme.tenant, "member.removed")[0].target == "member@acme.test"
+
+
+def test_invite_sends_a_link_and_records_it(acme, acme_team) -> None:
+    client = signed_in(acme_team.admin)
+    response = client.post("/t/acme/members", {"email": "New@Example.test", "role": "admin"})
+    assert response.status_code == 200
+    [email] = mail.outbox
+    assert email.to == ["new@example.test"]
+    link = re.search(r"http://testserver(/invite/\S+)", email.body).group(1)
+    assert link in response.content.decode()
+    assert _audit(acme.tenant, "member.invited")[0].data == {"role": "admin"}
+    # An admin cannot invite an owner.
+    assert client.post("/t/acme/members", {"email": "o@x.test", "role": "owner"}).status_code == 422
+
+
+def test_end_users_show_counts_not_content_and_can_be_forgotten(acme, globex, acme_team) -> None:
+    write(acme.tenant, "alice", "/a.md", "SECRET CONTENT")
+    write(acme.tenant, "albert", "/b.md", "x")
+    write(globex.tenant, "alina", "/c.md", "x")
+    client = signed_in(acme_team.admin)
+    html = client.get("/t/acme/people", {"q": "al"}).content.decode()
+    assert "alice" in html and "albert" in html and "alina" not in html
+    assert "SECRET CONTENT" not in html
+    partial = client.get("/t/acme/people", {"q": "ice"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "alice" in partial and "albert" not in partial and "<html" not in partial
+    with tenant_context(acme.tenant.pk):
+        alice = EndUser.objects.get(user_id="alice")
+    client.post(f"/t/acme/people/{alice.pk}/forget")
+    with tenant_context(acme.tenant.pk):
+        assert list(EndUser.objects.values_list("user_id", flat=True)) == ["albert"]
+    assert _audit(acme.tenant, "end_user.forgotten")[0].target == "alice"
+
+
+def test_the_audit_log_shows_this_tenants_entries(acme, globex, acme_team) -> None:
+    client = signed_in(acme_team.admin)
+    client.post("/t/acme/profiles", {"name": "acme-profile"})
+    globex.client.put("/api/v1/profiles/globex-profile", {"disabled": True}, format="json")
+    html = client.get("/t/acme/audit").content.decode()
+    assert "acme-profile" in html and "admin@acme.test" in html
+    assert "globex-profile" not in html

@@ -1,0 +1,36 @@
+"""The Django admin for platform staff: tenants only, counts read per tenant, changes audited."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from tenants.context import tenant_context
+from tenants.models import AuditEntry
+from tests.web.conftest import signed_in, write
+
+
+def test_staff_list_tenants_with_counts_and_changes_are_audited(acme, globex, acme_team) -> None:
+    write(acme.tenant, "alice", "/a.md", "x")
+    staff = get_user_model().objects.create_superuser("root", "root@platform.test", "pw")
+    client = signed_in(staff)
+    listing = client.get("/platform-admin/tenants/tenant/").content.decode()
+    assert "acme" in listing and "globex" in listing
+    page = client.get(f"/platform-admin/tenants/tenant/{acme.tenant.pk}/change/")
+    form = {k: v for k, v in page.context["adminform"].form.initial.items() if v is not None}
+    form.update({"name": "Acme Corp", "max_scope_bytes": "5000", "memory_enabled": "on",
+                 "max_document_bytes": "", "_save": "Save"})
+    response = client.post(f"/platform-admin/tenants/tenant/{acme.tenant.pk}/change/", form)
+    assert response.status_code == 302
+    assert acme.client.get("/api/v1/tenant").json()["limits"]["max_scope_bytes"] == 5000
+    with tenant_context(acme.tenant.pk):
+        [entry] = AuditEntry.objects.filter(action="tenant.settings_changed")
+    assert entry.actor == "platform:root"
+    assert client.get(f"/platform-admin/tenants/tenant/{acme.tenant.pk}/delete/").status_code == 403
+
+
+def test_tenant_accounts_and_anonymous_visitors_do_not_reach_the_admin(acme_team) -> None:
+    assert signed_in(acme_team.owner).get("/platform-admin/").status_code in (302, 403)
+    assert signed_in(acme_team.owner).get("/platform-admin/login/").status_code == 403
+    response = Client().get("/platform-admin/login/")
+    assert response["Location"].startswith("/accounts/login/")

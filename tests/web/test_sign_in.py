@@ -1,0 +1,148 @@
+"""Accounts: sign-up only through an invitation, sign-in, password reset, rate limits."""
+
+from __future__ import annotations
+
+import re
+
+from django.contrib.auth import get_user_model
+from django.core import mail
+from django.test import Client
+
+from memoryhub.web.services import invitation_create
+from tenants.context import tenant_context
+from tenants.models import Invitation, Membership, Role
+from tests.web.conftest import PASSWORD, signed_in
+
+SIGNUP = {"email": "new@acme.test", "password1": PASSWORD, "password2": PASSWORD}
+
+
+def _invite(tenant, email: str = "new@acme.test", role: str = Role.ADMIN) -> str:
+    return f"/invite/{invitation_create(tenant=tenant, email=email, role=role, actor='t').token}"
+
+
+def test_open_sign_up_is_closed(acme_team) -> None:
+    client = Client()
+    page = client.get("/accounts/signup/").content.decode()
+    assert "Sign-up is by invitation" in page
+    client.post("/accounts/signup/", SIGNUP)
+    assert not get_user_model().objects.filter(email="new@acme.test").exists()
+
+
+def test_an_invitation_lets_that_email_sign_up_once(acme_team, globex_team) -> None:
+    link = _invite(acme_team.tenant)
+    client = Client()
+    response = client.get(link)
+    assert response["Location"] == "/accounts/signup/"
+    assert 'value="new@acme.test"' in client.get("/accounts/signup/").content.decode()
+    response = client.post("/accounts/signup/", SIGNUP)
+    assert response.status_code == 302
+    user = get_user_model().objects.get(email="new@acme.test")
+    with tenant_context(acme_team.tenant.pk):
+        assert Membership.objects.get(user=user).role == Role.ADMIN
+        assert Invitation.objects.get().accepted_at is not None
+    with tenant_context(globex_team.tenant.pk):
+        assert not Membership.objects.filter(user=user).exists()
+    assert client.get("/t/acme/").status_code == 200
+    # Used: the link is dead, and sign-up is closed again.
+    assert Client().get(link).status_code == 410
+    assert "Sign-up is by invitation" in Client().get("/accounts/signup/").content.decode()
+
+
+def test_the_invited_email_only(acme_team) -> None:
+    client = Client()
+    client.get(_invite(acme_team.tenant))
+    response = client.post("/accounts/signup/", {**SIGNUP, "email": "other@evil.test"})
+    assert "This invitation is for new@acme.test" in response.content.decode()
+    assert not get_user_model().objects.filter(email="other@evil.test").exists()
+
+
+def test_an_existing_account_signs_in_to_accept(acme_team, globex_team) -> None:
+    link = _invite(globex_team.tenant, email="owner@acme.test", role=Role.MEMBER)
+    client = Client()
+    page = client.get(link).content.decode()
+    assert "Sign in to accept" in page
+    client.post("/accounts/login/", {"login": "owner@acme.test", "password": PASSWORD})
+    assert client.get(link)["Location"] == "/"
+    with tenant_context(globex_team.tenant.pk):
+        assert Membership.objects.get(user=acme_team.owner).role == Role.MEMBER
+    # The picker now lists both tenants.
+    home = client.get("/").content.decode()
+    assert "Acme" in home and "Globex" in home
+
+
+def test_an_invitation_for_someone_else_is_refused(acme_team) -> None:
+    link = _invite(acme_team.tenant, email="someone@else.test")
+    response = signed_in(acme_team.member).get(link)
+    assert response.status_code == 403
+    with tenant_context(acme_team.tenant.pk):
+        assert Membership.objects.get(user=acme_team.member).role == Role.MEMBER
+
+
+def test_a_token_with_another_tenants_id_finds_nothing(acme_team, globex_team) -> None:
+    link = _invite(acme_team.tenant)
+    forged = link.replace(f"/invite/{acme_team.tenant.pk}.", f"/invite/{globex_team.tenant.pk}.")
+    assert Client().get(forged).status_code == 410
+    assert Client().get("/invite/garbage").status_code == 410
+
+
+def test_sign_in_and_sign_out(acme_team) -> None:
+    client = Client()
+    response = client.post("/accounts/login/", {"login": "admin@acme.test", "password": PASSWORD})
+    assert response.status_code == 302
+    assert "Acme" in client.get("/").content.decode()
+    client.post("/accounts/logout/")
+    assert client.get("/").status_code == 302
+
+
+def test_failed_sign_ins_are_rate_limited(acme_team) -> None:
+    client = Client()
+    for _ in range(5):
+        client.post("/accounts/login/", {"login": "admin@acme.test", "password": "wrong"})
+    response = client.post("/accounts/login/", {"login": "admin@acme.test", "password": PASSWORD})
+    assert response.status_code in (200, 429)
+    assert "_auth_user_id" not in client.session
+
+
+def test_password_reset_sends_a_link(acme_team) -> None:
+    client = Client()
+    client.post("/accounts/password/reset/", {"email": "member@acme.test"})
+    [email] = mail.outbox
+    link = re.search(r"http://testserver(/accounts/password/reset/key/\S+)", email.body).group(1)
+    form_url = client.get(link)["Location"]
+    client.post(form_url, {"password1": "a new long passphrase 7", "password2": "a new long passphrase 7"})
+    assert Client().post("/accounts/login/", {"login": "member@acme.test",
+                                              "password": "a new long passphrase 7"}).status_code == 302
+
+
+def _totp_now(secret: str) -> str:
+    import time
+
+    from allauth.mfa.totp.internal.auth import format_hotp_value, hotp_value
+
+    return format_hotp_value(hotp_value(secret, int(time.time()) // 30))
+
+
+def test_an_admin_turns_on_totp_and_then_signs_in_with_a_code(acme_team) -> None:
+    client = Client()
+    client.post("/accounts/login/", {"login": "admin@acme.test", "password": PASSWORD})
+    # Turning it on asks for the password again first.
+    assert client.get("/accounts/2fa/totp/activate/")["Location"].startswith(
+        "/accounts/reauthenticate/")
+    client.post("/accounts/reauthenticate/", {"password": PASSWORD})
+    page = client.get("/accounts/2fa/totp/activate/")
+    assert page.status_code == 200
+    assert "img-src 'self' data:" in page["Content-Security-Policy"]  # the QR code
+    secret = client.session["mfa.totp.secret"]
+    response = client.post("/accounts/2fa/totp/activate/", {"code": _totp_now(secret)})
+    assert response.status_code == 302
+    client.post("/accounts/logout/")
+
+    again = Client()
+    response = again.post("/accounts/login/", {"login": "admin@acme.test", "password": PASSWORD})
+    assert response["Location"] == "/accounts/2fa/authenticate/"
+    assert again.get("/t/acme/").status_code == 302  # not signed in before the code
+    again.post("/accounts/2fa/authenticate/", {"code": "000000" if _totp_now(secret) != "000000"
+                                                else "111111"})
+    assert again.get("/t/acme/").status_code == 302
+    again.post("/accounts/2fa/authenticate/", {"code": _totp_now(secret)})
+    assert again.get("/t/acme/").status_code == 200

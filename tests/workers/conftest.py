@@ -1,0 +1,88 @@
+"""A real Celery worker (``celery -A memoryhub worker``) on Redis, against the test database.
+
+Redis DB 5 and a queue named for this session keep runs of several people on one Redis
+apart. This process's Celery is pointed at the same broker and queue for the duration, so
+the on-commit hooks of writes made here reach the worker. The worker connects to the test
+database because the session fixture put its name in ``MEMORYHUB_DB_NAME``; with the
+embedded server it connects as the application role, so RLS applies to it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from memoryhub.celery import app as celery_app
+
+REDIS_URL = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
+READY_TIMEOUT = 60.0
+
+
+def _point_celery_at(conf: dict) -> None:
+    """Reconfigure this process's Celery; its producer pool and queue table are cached."""
+    celery_app.conf.update(conf)
+    if celery_app._pool is not None:
+        celery_app._pool.force_close_all()
+    celery_app._pool = None
+    celery_app.__dict__.pop("amqp", None)
+
+
+@pytest.fixture(scope="module")
+def celery_worker(django_db_setup, tmp_path_factory) -> Iterator[str]:
+    """Start one worker for the module; yields the queue name."""
+    redis.Redis.from_url(REDIS_URL).ping()  # Redis is part of the test environment (.ci/run)
+    queue = f"memoryhub-test-{uuid.uuid4().hex[:12]}"
+    log = Path(tmp_path_factory.mktemp("worker")) / "worker.log"
+    env = {
+        **os.environ,  # MEMORYHUB_DB_NAME is the test database by now
+        "CELERY_BROKER_URL": REDIS_URL, "CELERY_QUEUE": queue,
+        "SECRET_KEY": "worker-under-test", "DB_POOL": "0",
+        "WEBHOOK_ALLOW_PRIVATE_URLS": "1", "WEBHOOK_RETRY_BASE": "1",
+    }
+    command = [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--loglevel",
+               "INFO", "--concurrency", "2", "--without-gossip", "--without-mingle",
+               "--without-heartbeat", "--hostname", f"{queue}@%h"]
+    with log.open("w") as out:
+        worker = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  cwd=Path(__file__).resolve().parents[2])
+    saved = {key: celery_app.conf[key] for key in
+             ("broker_url", "broker_transport_options", "task_default_queue")}
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while " ready." not in log.read_text():
+            if worker.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the worker did not start:\n{log.read_text()}")
+            time.sleep(0.1)
+        _point_celery_at({"broker_url": REDIS_URL, "broker_transport_options": {},
+                          "task_default_queue": queue})
+        yield queue
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        _point_celery_at(saved)
+        redis.Redis.from_url(REDIS_URL).delete(queue)
+        if os.environ.get("MEMORYHUB_SHOW_WORKER_LOG"):
+            print(log.read_text())
+
+
+def wait_for(predicate, *, timeout: float = 20.0, interval: float = 0.1):  # noqa: ANN001, ANN201
+    """Poll until ``predicate()`` is truthy (returns it) or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up after {timeout} s waiting for {predicate.__doc__ or predicate}")
+        time.sleep(interval)
