@@ -37,21 +37,36 @@ class ApiPrincipal:
         return f"api-key:{self.lookup_id}"
 
 
+def _bearer_key(request: Request) -> str | None:
+    header = authentication.get_authorization_header(request).decode("latin-1")
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        return None
+    return raw.strip()
+
+
+def tenant_hint(request: Request) -> int | None:
+    """The tenant a well-formed key names (not yet verified), to open its transaction early."""
+    raw = _bearer_key(request)
+    parsed = api_key_parse(raw) if raw else None
+    return parsed.tenant_id if parsed else None
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[ApiPrincipal, ApiKey] | None:
-        header = authentication.get_authorization_header(request).decode("latin-1")
-        if not header:
+        if not authentication.get_authorization_header(request):
             return None
-        scheme, _, raw = header.partition(" ")
-        if scheme.lower() != "bearer" or not raw.strip():
+        raw = _bearer_key(request)
+        if raw is None:
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
-        parsed = api_key_parse(raw.strip())
+        parsed = api_key_parse(raw)
         if parsed is None:
             raise exceptions.AuthenticationFailed("Unknown API key.")
         with tenant_context(parsed.tenant_id):
-            key = ApiKey.objects.filter(lookup_id=parsed.lookup_id).first()
+            # The tenant row comes along: views need its limits on every request anyway.
+            key = ApiKey.objects.select_related("tenant").filter(lookup_id=parsed.lookup_id).first()
             if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(parsed.secret)):
                 raise exceptions.AuthenticationFailed("Unknown API key.")
             if key.revoked_at is not None:

@@ -1,7 +1,7 @@
 """The base of every tenant API view: authenticate, then run the handler as that tenant.
 
-After DRF's ``initial()`` (authentication, permissions, throttles) the handler runs inside
-``tenant_context``: one transaction with ``app.tenant_id`` set locally. ``dispatch``'s
+Authentication and the handler run inside ``tenant_context`` of the tenant the key names:
+one transaction with ``app.tenant_id`` set locally. ``dispatch``'s
 ``finally`` always leaves the context, because server threads are reused; an exception
 rolls the transaction back before DRF turns it into an error response.
 """
@@ -18,9 +18,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.authentication import ApiPrincipal
+from api.authentication import ApiPrincipal, tenant_hint
 from tenants.context import tenant_context
-from tenants.models import Tenant
+from tenants.models import ApiKey, Tenant
 
 
 class TenantAPIView(APIView):
@@ -36,13 +36,21 @@ class TenantAPIView(APIView):
 
     @cached_property
     def tenant(self) -> Tenant:
-        """Loaded once per request, so an admin's change to limits applies to the next one."""
+        """Read with the API key on every request, so an admin's change to limits applies at once."""
+        key = self.request.auth
+        if isinstance(key, ApiKey) and key.tenant_id == self.tenant_id:
+            return key.tenant
         return Tenant.objects.get(pk=self.tenant_id)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # The key names its tenant, so the transaction opens before authentication and the
+        # key lookup and the handler share it: one BEGIN/COMMIT per request. A key that does
+        # not authenticate raises, and the finally in dispatch rolls the transaction back.
+        tenant_id = tenant_hint(request)
+        if tenant_id is not None:
+            self._tenant_stack = ExitStack()
+            self._tenant_stack.enter_context(tenant_context(tenant_id))
         super().initial(request, *args, **kwargs)
-        self._tenant_stack = ExitStack()
-        self._tenant_stack.enter_context(tenant_context(request.user.tenant_id))
 
     def handle_exception(self, exc: Exception) -> Response:
         if self._tenant_stack is not None:

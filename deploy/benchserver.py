@@ -29,7 +29,17 @@ def bench_env(db_name: str) -> dict[str, str]:
         "SECURE_SSL_REDIRECT": "0",
         "DB_POOL": "1",
         "LOG_LEVEL": "WARNING",
+        # Production's broker; a queue of its own that nothing consumes (see purge_queue).
+        "CELERY_BROKER_URL": os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/7"),
+        "CELERY_QUEUE": f"bench-{db_name}",
     }
+
+
+def purge_queue(env: dict[str, str]) -> None:
+    """Drop the embedding tasks the benchmark's writes enqueued (no worker runs here)."""
+    import redis
+
+    redis.Redis.from_url(env["CELERY_BROKER_URL"]).delete(env["CELERY_QUEUE"])
 
 
 def manage(env: dict[str, str], *args: str) -> str:
@@ -55,10 +65,11 @@ def free_port() -> int:
 @contextmanager
 def gunicorn(env: dict[str, str], *, workers: int, threads: int) -> Iterator[str]:
     port = free_port()
+    worker_class = ["--worker-class", "gthread", "--threads", str(threads)] if threads > 1 else []
     cmd = [
         sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application",
-        "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-        "--worker-class", "gthread", "--threads", str(threads), "--log-level", "warning",
+        "--bind", f"127.0.0.1:{port}", "--workers", str(workers), *worker_class,
+        "--log-level", "warning",
     ]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"

@@ -78,6 +78,11 @@ def tenant_context(tenant_id: int, *, using: str = "default") -> Iterator[None]:
     outer = _current_tenant.get()
     if outer is not None and outer != tenant_id:
         raise RuntimeError("tenant_context cannot switch tenants inside another tenant's block")
+    if outer == tenant_id and connections[using].in_atomic_block:
+        # Already this tenant's transaction (a service called from a request, say): nothing to
+        # set, and no savepoint, which would cost two round trips for nothing.
+        yield
+        return
     token = _current_tenant.set(tenant_id)
     try:
         with _local_setting(TENANT_SETTING, str(tenant_id), using):
