@@ -29,6 +29,7 @@ def bench_env(db_name: str) -> dict[str, str]:
         "SECURE_SSL_REDIRECT": "0",
         "DB_POOL": "1",
         "LOG_LEVEL": "WARNING",
+        "API_RATE_LIMIT": "",  # one key drives the whole load
         # Production's broker; a queue of its own that nothing consumes (see purge_queue).
         "CELERY_BROKER_URL": os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/7"),
         "CELERY_QUEUE": f"bench-{db_name}",

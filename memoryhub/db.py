@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from django.db import connections
 
+# The owner role's connection: only ``migrate`` uses it (see memoryhub/embedded_db.py). The
+# app role could not create tables anyway: it has no CREATE privilege on the schema.
+MIGRATE_ALIAS = "migrate"
+
 
 def app_role_name() -> str:
     return connections["default"].settings_dict["USER"]

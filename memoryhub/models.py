@@ -170,7 +170,11 @@ class MemoryEvent(TenantOwned):
 
     class Meta(TenantOwned.Meta):
         constraints = [TenantRowLevelSecurity(name="event_rls")]
-        indexes = [models.Index(fields=["tenant", "id"], name="event_tenant_cursor")]
+        indexes = [
+            models.Index(fields=["tenant", "id"], name="event_tenant_cursor"),
+            # A person's events: export and forget-everything.
+            models.Index(fields=["tenant", "user_id", "id"], name="event_tenant_user"),
+        ]
 
 
 class WriteTally(TenantOwned):

@@ -175,11 +175,19 @@ DATABASES = {
         "TEST": {"NAME": "test_" + _app_db["NAME"]},
     },
 }
-DATABASE_ROUTERS = ["memoryhub.routers.MigrateOnOwnerRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, sessions -------------------------------------------------------------------------
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+         "LOCATION": os.environ["REDIS_CACHE_URL"]}
+        if os.environ.get("REDIS_CACHE_URL")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+# Requests per API key ("<count>/<s|min|hour>"); empty switches the limit off.
+API_RATE_LIMIT = os.environ.get("API_RATE_LIMIT", "6000/min")
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
 
 # --- Auth --------------------------------------------------------------------------------------
@@ -242,6 +250,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ApiKeyRateThrottle"],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }

@@ -20,6 +20,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from memoryhub.embeddings import EmbeddingError
+from memoryhub.limits import write_tallies_purge
 from memoryhub.services.passages import document_embed, documents_awaiting_vectors
 from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch
 from memoryhub.services.webhooks import deliveries_due, webhook_deliver
@@ -49,7 +50,8 @@ def deliver_webhook(*, tenant_id: int, delivery_id: int) -> str:
 
 @shared_task
 def retention_purge(*, tenant_id: int) -> int:
-    """Purge the tenant's expired sessions, one short transaction per batch."""
+    """Purge the tenant's expired sessions, one short transaction per batch, then the write
+    tallies whose turn or minute is long over."""
     total = 0
     while True:
         with tenant_context(tenant_id):
@@ -57,14 +59,16 @@ def retention_purge(*, tenant_id: int) -> int:
             purged = retention_purge_batch(tenant=tenant, now=timezone.now())
         total += purged
         if purged < RETENTION_BATCH:
-            return total
+            break
+    with tenant_context(tenant_id):
+        write_tallies_purge()
+    return total
 
 
 @shared_task
 def retention_purge_all() -> int:
-    tenant_ids = list(
-        Tenant.objects.filter(session_days__isnull=False).values_list("id", flat=True)
-    )
+    # Every tenant, even one that keeps sessions forever: its write tallies still expire.
+    tenant_ids = list(Tenant.objects.values_list("id", flat=True))
     for tenant_id in tenant_ids:
         retention_purge.delay(tenant_id=tenant_id)
     return len(tenant_ids)

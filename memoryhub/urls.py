@@ -1,7 +1,8 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from api.views.fallback import api_not_found
 from memoryhub import health
 
 urlpatterns = [
@@ -10,6 +11,7 @@ urlpatterns = [
     path("api/v1/", include("api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    re_path(r"^api/(?P<rest>.*)$", api_not_found),
     path("accounts/", include("allauth.urls")),
     path("platform-admin/", admin.site.urls),
     path("", include("memoryhub.web.urls")),

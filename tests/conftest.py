@@ -52,22 +52,6 @@ def django_db_setup(django_db_blocker: Any) -> Iterator[None]:
         connections[alias].close()
 
 
-@pytest.fixture(autouse=True)
-def _flush_after_transactional_test(request: Any, django_db_blocker: Any) -> Iterator[None]:
-    """Empty every table after a test that committed (transactional_db, live_server).
-
-    pytest-django's own flush runs on "default", where the router allows no migration, so
-    Django finds no tables to truncate there and committed rows would leak into later tests
-    (``acme`` is get-or-create by slug). The owner connection sees every table.
-    """
-    yield
-    if "transactional_db" not in request.fixturenames and "live_server" not in request.fixturenames:
-        return
-    with django_db_blocker.unblock():
-        call_command("flush", database="migrate", interactive=False, verbosity=0)
-        connections["migrate"].close()
-
-
 @dataclass
 class TenantKit:
     tenant: Tenant

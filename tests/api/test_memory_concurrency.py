@@ -22,7 +22,7 @@ from tenants.context import tenant_context
 
 WRITERS = 40
 # The live server's flush after each test runs on the owner connection (tests/conftest.py).
-pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "migrate"])
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def connected_clients(live_server: Any, key: str, count: int) -> Iterator[list[httpx.Client]]:

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from memoryhub.models import MemoryDocument, MemoryEvent, Passage
+from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Passage, WriteTally
 from memoryhub.tasks import retention_purge_all
 from tenants.context import tenant_context
 from tests.recall.helpers import put
@@ -42,7 +42,7 @@ def test_sessions_idle_past_session_days_are_purged_per_tenant(acme, globex, eag
     globex.tenant.save()
     seed(acme)
     seed(globex)
-    assert retention_purge_all() == 1  # only acme has a retention period
+    assert retention_purge_all() == 2  # every tenant is swept; only acme's sessions expire
     assert remaining(acme) == [("", "/g.md"), ("cook", "/p.md"), ("s-active", "/new.md"),
                                ("s-active", "/old.md")]
     with tenant_context(acme.tenant.id):
@@ -51,3 +51,19 @@ def test_sessions_idle_past_session_days_are_purged_per_tenant(acme, globex, eag
             ("app", "/old1.md", "s-old"), ("app", "/old2.md", "s-old")]
         assert Passage.objects.filter(scope_key="s-old").count() == 0
     assert len(remaining(globex)) == 6
+
+
+def test_the_sweep_drops_write_tallies_of_turns_long_over(acme, globex, eager_tasks) -> None:
+    put(acme, "alice", "/a.md", "x")
+    put(globex, "bob", "/b.md", "y")
+    for kit in (acme, globex):
+        with tenant_context(kit.tenant.id):
+            end_user = EndUser.objects.get()
+            WriteTally.objects.create(tenant=kit.tenant, end_user=end_user, key="turn:old", count=3)
+            WriteTally.objects.create(tenant=kit.tenant, end_user=end_user, key="turn:new", count=1)
+            WriteTally.objects.filter(key="turn:old").update(
+                created_at=timezone.now() - timedelta(days=2))
+    retention_purge_all()
+    for kit in (acme, globex):
+        with tenant_context(kit.tenant.id):
+            assert list(WriteTally.objects.values_list("key", flat=True)) == ["turn:new"]

@@ -20,7 +20,7 @@ from tests.web.conftest import PASSWORD
 # test (tests/conftest.py, on the owner connection) is allowed to run: pytest-django's live
 # server helper holds the test's database restrictions until after that flush.
 pytestmark = [pytest.mark.browser,
-              pytest.mark.django_db(transaction=True, databases=["default", "migrate"])]
+              pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

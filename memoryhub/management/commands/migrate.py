@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.commands.migrate import Command as DjangoMigrate
 
-from memoryhub.routers import MIGRATE_ALIAS
+from memoryhub.db import MIGRATE_ALIAS
 
 
 class Command(DjangoMigrate):

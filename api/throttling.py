@@ -1,0 +1,53 @@
+"""Per-API-key rate limit: a fixed window counter in the cache (429 with Retry-After).
+
+DRF's SimpleRateThrottle keeps every request's timestamp in one cache entry, which costs a
+list of thousands of floats per request at agent rates; a counter per window costs one
+increment. With the default local-memory cache the limit is per server process; set
+``REDIS_CACHE_URL`` to share it across processes and machines.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+_PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600}
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """``"6000/min"`` -> (6000, 60)."""
+    count, _, period = rate.partition("/")
+    return int(count), _PERIODS[period.strip().lower()]
+
+
+class ApiKeyRateThrottle(BaseThrottle):
+    def __init__(self) -> None:
+        self.retry_after: float | None = None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        principal = request.user
+        rate = settings.API_RATE_LIMIT
+        if not rate or principal is None or not getattr(principal, "is_authenticated", False):
+            return True
+        limit, period = parse_rate(rate)
+        now = time.time()
+        window = int(now // period)
+        key = f"ratelimit:{principal.key_id}:{window}"
+        cache.add(key, 0, timeout=period + 1)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # evicted between add and incr: start again
+            cache.set(key, 1, timeout=period + 1)
+            count = 1
+        if count <= limit:
+            return True
+        self.retry_after = (window + 1) * period - now
+        return False
+
+    def wait(self) -> float | None:
+        return self.retry_after
