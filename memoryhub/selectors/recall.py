@@ -136,9 +136,8 @@ _RANK = """
 WITH terms AS (
     SELECT t.term, plainto_tsquery('{config}', t.term) AS tq FROM unnest(%(terms)s::text[]) AS t(term)
 ),
-visible AS MATERIALIZED (
-    SELECT p.id, p.document_id, p.ordinal, p.text, p.search,
-           {vector} AS vsim, {exact} AS exact
+visible AS MATERIALIZED (  -- no text here: only the shortlist below reads it again
+    SELECT p.id, p.document_id, p.ordinal, {vector} AS vsim, {exact} AS exact
     FROM memoryhub_passage p
     WHERE {visible}
 ),
@@ -150,7 +149,8 @@ shortlist AS (
     (SELECT v.id FROM visible v WHERE v.vsim IS NULL ORDER BY v.id DESC LIMIT %(fuzzy_candidates)s)
 ),
 fuzzy AS MATERIALIZED (  -- materialized: else the planner may compute it for every row
-    SELECT p.id, {fuzzy} AS lex FROM shortlist s JOIN visible p ON p.id = s.id
+    SELECT p.id, {fuzzy} AS lex
+    FROM shortlist s JOIN memoryhub_passage p ON p.id = s.id AND p.tenant_id = %(tenant)s
 ),
 scored AS (
     SELECT v.id, v.document_id, v.ordinal, v.vsim, coalesce(f.lex, v.exact) AS lex,
