@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+from rest_framework.utils import json as drf_json
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.errors import ApiError
@@ -62,6 +66,35 @@ def with_errors(ok: dict[int, Any], **extra: str) -> dict[int, Any]:
     for key, description in extra.items():
         responses[int(key.removeprefix("e"))] = error_response(description)
     return responses
+
+
+# --- Bodies ------------------------------------------------------------------------------
+
+
+class TextRuleJSONParser(JSONParser):
+    """JSON whose strings may hold bytes that are not UTF-8, for the bodies that carry content.
+
+    The contract refuses invalid UTF-8 *as a content rule* (documents: 422 ``not_text``; the
+    memory tool: a tool error), not as a malformed body. So undecodable bytes become lone
+    surrogates (``surrogateescape``) and reach the services, whose text check refuses them
+    with the contract's code; a path holding them is refused as ``invalid_path``.
+    """
+
+    def parse(self, stream: IO[bytes], media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> Any:
+        encoding = (parser_context or {}).get("encoding") or "utf-8"
+        try:
+            text = codecs.getreader(encoding)(stream, errors="surrogateescape").read()
+            return drf_json.loads(
+                text, parse_constant=drf_json.strict_constant if self.strict else None
+            )
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from exc
+
+
+def body_is_empty(request: Any) -> bool:
+    """True when the request had no body at all (DRF then gives ``request.data == {}``)."""
+    return request.stream is None
 
 
 # --- Pagination ----------------------------------------------------------------------------
@@ -192,11 +225,14 @@ class DocumentWriteSerializer(serializers.Serializer):
 
     content = StrictStringField(raw_text=True)
     description = StrictStringField(
-        required=False, max_length=200, help_text="one line, at most 200 characters"
+        required=False, allow_null=True, max_length=200,
+        help_text="one line, at most 200 characters; null or empty: no description",
     )
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
 
-    def validate_description(self, value: str) -> str:
+    def validate_description(self, value: str | None) -> str:
+        if value is None:
+            return ""
         if "\n" in value or "\r" in value:
             raise serializers.ValidationError("description must be one line.")
         return value
@@ -308,5 +344,5 @@ class ProfilePutSerializer(serializers.Serializer):
 class EventPageSerializer(serializers.Serializer):
     events = EventSerializer(many=True)
     next_cursor = serializers.IntegerField(
-        allow_null=True, help_text="id of the last event returned; null when there are no more"
+        allow_null=True, help_text="id of the last event returned; null when none was returned"
     )

@@ -7,10 +7,10 @@ Each limit is read from the ``Tenant`` row the caller loaded for this request, s
 - ``max_scope_bytes``: all documents of one end user in one (scope, scope_key). Only a write
   that *grows* the scope is refused, so a model can still condense a scope that went over
   because the limit was lowered. The refusal records a ``memory.pressure`` event.
-- ``max_writes_per_turn``: writes of the memory tool with one ``turn_id``, or without one, in
-  one fixed 60-second window per end user and session. App and web writes are not in a turn
-  and are not counted (a bulk import through the documents API is not an agent's runaway
-  loop).
+- ``max_writes_per_turn``: writes of the memory tool with one ``turn_id``, or without one,
+  within any 60 seconds (a sliding window) per end user and session. App and web writes
+  are not in a turn and are not counted (a bulk import through the documents API is not an
+  agent's runaway loop).
 
 Callers hold the end user's write lock (see ``memoryhub.services.documents``), so the scope
 total read here cannot change before the write lands.
@@ -18,8 +18,8 @@ total read here cannot change before the write lands.
 
 from __future__ import annotations
 
-import time
-from datetime import timedelta
+import uuid
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection
 from django.db.models import Sum
@@ -77,21 +77,52 @@ def scope_bytes_check(
     )
 
 
-def _tally_key(*, turn_id: str | None, session_id: str | None, now: float) -> str:
-    if turn_id:
-        return f"turn:{turn_id}"
-    return f"window:{session_id or ''}:{int(now // WINDOW_SECONDS)}"
-
-
-# One statement counts the write and tells whether it was allowed: the row is only bumped
+# One statement counts a turn's write and tells whether it was allowed: the row is only bumped
 # while under the limit, so a refused write leaves the count at the limit (no RETURNING row).
-_TALLY_UPSERT = f"""
+_TURN_UPSERT = f"""
     INSERT INTO {WriteTally._meta.db_table} AS t (tenant_id, end_user_id, key, count, created_at)
     VALUES (%s, %s, %s, 1, now())
     ON CONFLICT (tenant_id, end_user_id, key) DO UPDATE SET count = t.count + 1
     WHERE t.count < %s
     RETURNING t.count
 """  # noqa: S608 - the table name is ours, values are parameters
+
+# Without a turn_id the limit is a sliding window ("within 60 seconds"): one row per write,
+# counted over the last 60 seconds. A fixed minute would let 2 x limit writes through around
+# a minute boundary, and refuse or allow the same burst depending on the clock. The caller
+# holds the person's write lock, so counting and then inserting cannot race.
+_WINDOW_COUNT = f"""
+    SELECT count(*) FROM {WriteTally._meta.db_table}
+    WHERE tenant_id = %s AND end_user_id = %s AND starts_with(key, %s) AND created_at > %s
+"""  # noqa: S608
+_WINDOW_INSERT = f"""
+    INSERT INTO {WriteTally._meta.db_table} (tenant_id, end_user_id, key, count, created_at)
+    VALUES (%s, %s, %s, 1, %s)
+"""  # noqa: S608
+
+
+def _window_prefix(session_id: str | None) -> str:
+    """``/`` cannot occur in a session_id, so one session's prefix never matches another's."""
+    return f"window/{session_id or ''}/"
+
+
+def _turn_take(*, tenant: Tenant, end_user: EndUser, turn_id: str, limit: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(_TURN_UPSERT, [tenant.id, end_user.pk, f"turn:{turn_id}", limit])
+        return cursor.fetchone() is not None
+
+
+def _window_take(*, tenant: Tenant, end_user: EndUser, session_id: str | None, limit: int,
+                 now: datetime) -> bool:
+    prefix = _window_prefix(session_id)
+    with connection.cursor() as cursor:
+        cursor.execute(_WINDOW_COUNT, [tenant.id, end_user.pk, prefix,
+                                       now - timedelta(seconds=WINDOW_SECONDS)])
+        (used,) = cursor.fetchone()
+        if used >= limit:
+            return False
+        cursor.execute(_WINDOW_INSERT, [tenant.id, end_user.pk, prefix + uuid.uuid4().hex, now])
+    return True
 
 
 def write_tally_take(
@@ -100,16 +131,19 @@ def write_tally_take(
 ) -> None:
     """Count one memory-tool write, or raise ``TooManyWrites`` past ``max_writes_per_turn``.
 
+    With ``turn_id``: at most ``limit`` writes of that turn. Without: at most ``limit`` writes
+    of the person and session in any 60 seconds. ``now`` (epoch seconds) is for tests.
     Call it last among the checks, right before the write, so refused writes are not counted.
     """
     limit = tenant.max_writes_per_turn
     if limit is None:
         return
-    key = _tally_key(turn_id=turn_id, session_id=session_id,
-                     now=time.time() if now is None else now)
-    with connection.cursor() as cursor:
-        cursor.execute(_TALLY_UPSERT, [tenant.id, end_user.pk, key, limit])
-        allowed = cursor.fetchone() is not None
+    if turn_id:
+        allowed = _turn_take(tenant=tenant, end_user=end_user, turn_id=turn_id, limit=limit)
+    else:
+        moment = timezone.now() if now is None else datetime.fromtimestamp(now, UTC)
+        allowed = _window_take(tenant=tenant, end_user=end_user, session_id=session_id,
+                               limit=limit, now=moment)
     if allowed:
         return
     when = "in this turn" if turn_id else "in the last minute"

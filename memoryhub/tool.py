@@ -122,21 +122,31 @@ def tool_run(*, tenant: Tenant, user_id: str, payload: Mapping[str, Any]) -> tup
 
 
 def _run(*, tenant: Tenant, user_id: str, payload: Mapping[str, Any]) -> str:
-    context = _context(payload)
+    # Memory switched off answers "memory is disabled" whatever else is wrong with the input
+    # (API v1: "every memory tool command answers Error: memory is disabled ..."): the model
+    # must learn that first, not fix its arguments and try again. The tenant's and the
+    # person's switches need no input; the profile's needs a valid profile name.
     command = payload.get("command")
+    writes = isinstance(command, str) and command in _HANDLERS and command not in READ_COMMANDS
+    end_user = enduser_find(user_id=user_id, for_update=writes)
+    _check_enabled(tenant=tenant, end_user=end_user, profile=None)
+    _check_enabled(tenant=tenant, end_user=end_user, profile=_profile(payload))
+    context = _context(payload)
     if command is None or command == "":
         raise ToolError(f"Error: the input needs a `command`: one of {', '.join(COMMANDS)}.")
     if not isinstance(command, str) or command not in _HANDLERS:
         raise ToolError(
             f"Error: unknown command {command!r}; use one of {', '.join(COMMANDS)}."
         )
-    end_user = enduser_find(user_id=user_id, for_update=command not in READ_COMMANDS)
-    reason = memory_disabled_reason(tenant=tenant, end_user=end_user, profile=context.profile)
-    if reason is not None:
-        raise memory_disabled_error(reason)
     call = Call(tenant=tenant, user_id=user_id, end_user=end_user, context=context,
                 command=command, payload=payload)
     return _HANDLERS[command](call)
+
+
+def _check_enabled(*, tenant: Tenant, end_user: EndUser | None, profile: str | None) -> None:
+    reason = memory_disabled_reason(tenant=tenant, end_user=end_user, profile=profile)
+    if reason is not None:
+        raise memory_disabled_error(reason)
 
 
 # --- input parsing ----------------------------------------------------------------------------
@@ -152,9 +162,13 @@ def _optional_id(payload: Mapping[str, Any], name: str, valid: Callable[[object]
     return value
 
 
+def _profile(payload: Mapping[str, Any]) -> str | None:
+    return _optional_id(payload, "profile", is_profile_name, "1-64 characters of a-z 0-9 _ -")
+
+
 def _context(payload: Mapping[str, Any]) -> ToolContext:
     session_id = _optional_id(payload, "session_id", is_session_id, _ID_RULE)
-    profile = _optional_id(payload, "profile", is_profile_name, "1-64 characters of a-z 0-9 _ -")
+    profile = _profile(payload)
     turn_id = _optional_id(payload, "turn_id", is_session_id, _ID_RULE)
     scope = payload.get("scope")
     if scope is None or scope == "":

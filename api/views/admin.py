@@ -106,8 +106,9 @@ class EventListView(TenantAPIView):
         description="`memory.changed` (data: change, path, scope, scope_key; renamed adds "
         "old_path; a forgotten person leaves one event with change `forgotten` and no path) "
         "and `memory.pressure` (data: scope, scope_key, used_bytes, limit_bytes). Pass the "
-        "last `next_cursor` (or the id of the last event you processed) as `after`; "
-        "`next_cursor` is null when there are no more events for now.",
+        "last `next_cursor` (the id of the last event returned) as `after` to read on; "
+        "`next_cursor` is null when there are no more events after `after` for now (keep "
+        "your cursor and poll again later).",
         parameters=[
             OpenApiParameter("after", int, description="return events with a larger id"),
             OpenApiParameter("limit", int, description="1-1000 (default 100)"),
@@ -118,9 +119,11 @@ class EventListView(TenantAPIView):
     def get(self, request: Request) -> Response:
         after = parse_event_cursor(request.query_params.get("after"))
         limit = parse_limit(request.query_params)
-        rows = events_after(after=after, limit=limit)
-        events = rows[:limit]
+        events = events_after(after=after, limit=limit)
+        # API v1: "<cursor of the last event, or null when there are no more>". The feed is
+        # a tail that keeps growing, so a page that returned events always hands back where
+        # it stopped; only an empty page (nothing after ``after``) says null.
         return Response({
             "events": [event_representation(e) for e in events],
-            "next_cursor": events[-1].id if len(rows) > limit else None,
+            "next_cursor": events[-1].id if events else None,
         })

@@ -36,6 +36,7 @@ from api.serializers import (
     DocumentPageSerializer,
     DocumentSerializer,
     DocumentWriteSerializer,
+    TextRuleJSONParser,
     next_cursor,
     parse_page,
     with_errors,
@@ -159,6 +160,7 @@ class Target:
 
 
 def document_target(*, user_id: str, scope: str, scope_key: str, url_path: str) -> Target:
+    """The caller validates ``user_id`` and ``scope_key`` first: 400 before a path's 422."""
     written = "/" + url_path
     try:
         canonical = paths.normalize_path(written)
@@ -166,7 +168,7 @@ def document_target(*, user_id: str, scope: str, scope_key: str, url_path: str) 
         raise ApiError(422, "invalid_path", str(exc)) from exc
     if canonical == paths.ROOT or paths.written_as_directory(written):
         raise ApiError(422, "invalid_path", paths.invalid_path_message(written))
-    return Target(valid_user_id(user_id), scope, scope_key, written, canonical)
+    return Target(user_id, scope, scope_key, written, canonical)
 
 
 def parse_entity_tags(header: str) -> set[int] | None:
@@ -218,13 +220,17 @@ class DocumentView(TenantAPIView):
     """One document; subclasses say how the URL names its scope."""
 
     scope: str = ""
+    parser_classes = [TextRuleJSONParser]  # invalid UTF-8 in content is 422 not_text
 
     def scope_key(self, kwargs: dict[str, str]) -> str:
         raise NotImplementedError
 
     def target(self, kwargs: dict[str, str]) -> Target:
+        # The identifiers in the order the URL names them, so a bad user_id is always
+        # invalid_user_id, whatever else is wrong.
+        user_id = valid_user_id(kwargs["user_id"])
         return document_target(
-            user_id=kwargs["user_id"], scope=self.scope, scope_key=self.scope_key(kwargs),
+            user_id=user_id, scope=self.scope, scope_key=self.scope_key(kwargs),
             url_path=kwargs["path"],
         )
 

@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from api.base import TenantAPIView
 from api.errors import ApiError
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
-from api.serializers import with_errors
+from api.serializers import TextRuleJSONParser, body_is_empty, with_errors
 from memoryhub.selectors.documents import enduser_find, index_build, snapshot_build
 from memoryhub.tool import COMMANDS, tool_run
 
@@ -85,6 +85,8 @@ _CONTEXT_PARAMETERS = [
 
 
 class MemoryToolView(TenantAPIView):
+    parser_classes = [TextRuleJSONParser]
+
     @extend_schema(
         request=MemoryToolInput,
         responses=with_errors(
@@ -97,7 +99,7 @@ class MemoryToolView(TenantAPIView):
     )
     def post(self, request: Request, user_id: str) -> Response:
         user_id = valid_user_id(user_id)
-        if not isinstance(request.data, dict):
+        if not isinstance(request.data, dict) or body_is_empty(request):
             raise ApiError(400, "invalid_body", "The body must be a JSON object: the memory "
                            "tool's input, plus optional session_id, profile, scope and turn_id.")
         content, is_error = tool_run(tenant=self.tenant, user_id=user_id, payload=request.data)

@@ -11,11 +11,11 @@ from memoryhub.models import MemoryEvent
 
 
 def events_after(*, after: int | None, limit: int) -> list[MemoryEvent]:
-    """Up to ``limit + 1`` events after ``after``: the extra one only says there are more."""
+    """Up to ``limit`` events after ``after``, oldest first."""
     events = MemoryEvent.objects.order_by("id")
     if after is not None:
         events = events.filter(id__gt=after)
-    return list(events[: limit + 1])
+    return list(events[:limit])
 
 
 def events_of_person(*, user_id: str) -> list[MemoryEvent]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import connection
 
-from memoryhub.models import EventType, MemoryEvent
+from memoryhub.models import EventType, MemoryEvent, Scope
 from memoryhub.services.webhooks import deliveries_create
 
 # First key of the two-key advisory lock: a namespace number for "event feed of tenant N".
@@ -33,12 +33,18 @@ def event_record(
     return event
 
 
+def _public_scope_key(scope: str, scope_key: str) -> str | None:
+    """A global document has no scope key: null, as the documents API shows it."""
+    return None if scope == Scope.GLOBAL else scope_key
+
+
 def changed_event(
     *, tenant_id: int, user_id: str, actor: str, change: str, path: str, scope: str,
     scope_key: str = "", **extra: Any,
 ) -> MemoryEvent:
     """``change`` is one of created, updated, deleted, renamed (renamed adds ``old_path``)."""
-    data = {"change": change, "path": path, "scope": scope, "scope_key": scope_key, **extra}
+    data = {"change": change, "path": path, "scope": scope,
+            "scope_key": _public_scope_key(scope, scope_key), **extra}
     return event_record(
         tenant_id=tenant_id, type=EventType.CHANGED, user_id=user_id, actor=actor, data=data
     )
@@ -48,8 +54,8 @@ def pressure_event(
     *, tenant_id: int, user_id: str, actor: str, scope: str, scope_key: str, used_bytes: int,
     limit_bytes: int,
 ) -> MemoryEvent:
-    data = {"scope": scope, "scope_key": scope_key, "used_bytes": used_bytes,
-            "limit_bytes": limit_bytes}
+    data = {"scope": scope, "scope_key": _public_scope_key(scope, scope_key),
+            "used_bytes": used_bytes, "limit_bytes": limit_bytes}
     return event_record(
         tenant_id=tenant_id, type=EventType.PRESSURE, user_id=user_id, actor=actor, data=data
     )

@@ -68,7 +68,7 @@ class TestScopeBytes:
             "Error: this write would take the global memory to 21 bytes, over its limit of 20 "
             "bytes; delete or condense documents that matter less, then try again.")
         assert pressure_events(acme) == [
-            {"scope": "global", "scope_key": "", "used_bytes": 15, "limit_bytes": 20}]
+            {"scope": "global", "scope_key": None, "used_bytes": 15, "limit_bytes": 20}]
         assert pressure_events(globex) == []
         ok(acme, command="create", path="/memories/b.md", file_text="y" * 5)
         # Each scope has its own budget.
@@ -141,6 +141,26 @@ class TestWritesPerTurn:
                                  session_id="s", now=179.9)
             write_tally_take(tenant=acme.tenant, end_user=end_user, turn_id=None,
                              session_id="s", now=180.0)
+
+    def test_the_window_slides(self, acme) -> None:
+        """Within 60 seconds: a burst across a minute boundary is one burst, and another
+        session (even one whose id extends this one's) has its own count."""
+        acme.tenant.max_writes_per_turn = 2
+        with tenant_context(acme.tenant.id):
+            end_user = enduser_get_or_create(tenant=acme.tenant, user_id="alice")
+
+            def take(now: float, session_id: str = "s") -> None:
+                write_tally_take(tenant=acme.tenant, end_user=end_user, turn_id=None,
+                                 session_id=session_id, now=now)
+
+            take(59.0)
+            take(59.5)
+            with pytest.raises(TooManyWrites):
+                take(60.5)  # a fixed minute would have started afresh at 60
+            take(60.5, session_id="s:2")
+            take(119.2)  # 59.0 has left the window, 59.5 has not
+            with pytest.raises(TooManyWrites):
+                take(119.4)
 
 
 def test_old_tallies_are_purged_per_tenant(acme, globex) -> None:
