@@ -159,7 +159,7 @@ def test_a_delivery_is_signed_and_sent_once(acme, globex, private_urls_allowed) 
     assert json.loads(request.body) == {
         "id": sent.id, "type": "memory.changed", "created_at": json.loads(request.body)["created_at"],
         "actor": "app", "user_id": "alice",
-        "data": {"change": "created", "path": "/a.md", "scope": "global", "scope_key": ""},
+        "data": {"change": "created", "path": "/a.md", "scope": "global", "scope_key": None},
     }
     assert signature_valid(secret=created["secret"], timestamp=request.headers[TIMESTAMP_HEADER],
                            body=request.body, header=request.headers[SIGNATURE_HEADER])
