@@ -181,7 +181,7 @@ class WriteTally(TenantOwned):
     """Counts writes per turn (or per minute window) for the ``max_writes_per_turn`` limit."""
 
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+", db_index=False)
-    key = models.CharField(max_length=200)  # "turn:<turn_id>" or "window:<session>:<minute>"
+    key = models.CharField(max_length=200)  # "turn:<turn_id>" (a counter) or "window/<session>/<uuid>" (one row per write)
     count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -7,6 +7,8 @@ tenant's person is indistinguishable from that.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
@@ -29,7 +31,13 @@ from api.serializers import (
 from api.views.admin import event_representation
 from api.views.documents import document_representation
 from memoryhub.models import Actor
-from memoryhub.selectors.people import PersonSummary, people_page, person_export, person_summary
+from memoryhub.selectors.people import (
+    PersonExport,
+    PersonSummary,
+    people_page,
+    person_export,
+    person_summary,
+)
 from memoryhub.services.people import (
     end_user_forget,
     end_user_memory_set,
@@ -50,6 +58,21 @@ def person_representation(summary: PersonSummary) -> dict:
         "bytes": summary.bytes,
         "sessions": summary.sessions,
         "profiles": summary.profiles,
+    }
+
+
+def export_representation(export: PersonExport) -> dict[str, Any]:
+    """Everything stored for the person: the API's export and the web page's download."""
+    return {
+        **person_representation(export.summary),
+        "account_email": export.account_email,
+        "documents": [document_representation(d) for d in export.documents],
+        "events": [event_representation(e) for e in export.events],
+        "portal_links": [
+            {"created_at": link.created_at, "expires_at": link.expires_at,
+             "used_at": link.used_at}
+            for link in export.portal_links
+        ],
     }
 
 
@@ -144,18 +167,7 @@ class ExportView(TenantAPIView):
         tags=TAGS,
     )
     def get(self, request: Request, user_id: str) -> Response:
-        export = person_export(user_id=valid_user_id(user_id))
-        return Response({
-            **person_representation(export.summary),
-            "account_email": export.account_email,
-            "documents": [document_representation(d) for d in export.documents],
-            "events": [event_representation(e) for e in export.events],
-            "portal_links": [
-                {"created_at": link.created_at, "expires_at": link.expires_at,
-                 "used_at": link.used_at}
-                for link in export.portal_links
-            ],
-        })
+        return Response(export_representation(person_export(user_id=valid_user_id(user_id))))
 
 
 class PortalLinkView(TenantAPIView):
