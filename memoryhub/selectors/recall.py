@@ -36,6 +36,30 @@ relevant passage, and ranked by
 with ``score < threshold`` are dropped unless the caller asks for everything (``threshold``
 None). ``similarity`` reports the vector's cosine similarity, or the lexical similarity for
 a passage that has no vector yet.
+
+How one statement stays cheap for a person with 100,000 memories: the passages are read once
+(``visible``: the distance and one full-text test of the OR'ed terms per passage, the
+per-term count only where that matched; no text). Only documents and passages that can still
+make the answer are looked at further, and this loses nothing:
+
+- ``pre``, the relevance before fuzzy matching, is the final relevance of every passage
+  outside the fuzzy shortlist; fuzzy matching can only raise it (a term's share is 1 for the
+  exact word in both), and a shortlisted passage is always kept.
+- ``probe``: the ``head`` (the most relevant passages by ``pre``, at least the shortlist)
+  names some documents; each scores at least ``pre * confidence * recency`` of its best head
+  passage, so the ``limit``-th best of these, ``cut``, is a score that ``limit`` documents
+  reach: no result scores less (nor less than ``threshold``).
+- ``score <= relevance``, since confidence is in [0, 1] (a check constraint) and recency is in
+  (0, 1] when ``recency_weight >= 0``. So the best passage of every result has relevance >=
+  ``cut``: it is either shortlisted or has ``pre >= cut``, and those are all that ``scored``
+  keeps. A document whose best passage was left out scores below ``cut`` and is no result;
+  one that is a result is represented by the same passage and score as by brute force.
+  With a negative weight (a setting nobody should use) nothing is left out.
+
+``tests/recall/test_exactness.py`` compares the results with brute force over every passage.
+The statement raises ``work_mem`` for its transaction (the materialized ``visible`` of a
+large memory would otherwise spill to disk) and switches JIT off, whose compilation costs
+more than such a query saves and which big row estimates would trigger.
 """
 
 from __future__ import annotations
@@ -120,8 +144,11 @@ _VECTOR_SIMILARITY = """
     CASE WHEN p.embedding IS NOT NULL AND p.embedding_provider = %(provider)s
          THEN 1 - (p.embedding <=> %(qvec)s::halfvec) END
 """
+# One full-text test per passage (the terms OR'ed); the per-term count only where it matched.
 _EXACT_SHARE = """
-    (SELECT count(*) FROM terms t WHERE p.search @@ t.tq)::float8 / %(n_terms)s
+    CASE WHEN p.search @@ (SELECT any_term FROM any_term)
+         THEN (SELECT count(*) FROM terms t WHERE p.search @@ t.tq)::float8 / %(n_terms)s
+         ELSE 0 END
 """
 # Per term: 1 for the exact word, else a trigram match of at least pg_trgm's word threshold.
 FUZZY_THRESHOLD = 0.6
@@ -132,43 +159,73 @@ _FUZZY_SHARE = """
      FROM terms t)::float8 / %(n_terms)s
 """
 
+# A document's score from its best passage ``b`` (module docstring).
+_SCORE = """
+    b.relevance * d.confidence
+      / (1 + %(recency_weight)s * ln(1 + greatest(
+             extract(epoch FROM %(now)s - d.updated_at)::float8, 0) / 86400.0))
+"""
+
 _RANK = """
 WITH terms AS (
     SELECT t.term, plainto_tsquery('{config}', t.term) AS tq FROM unnest(%(terms)s::text[]) AS t(term)
 ),
-visible AS MATERIALIZED (  -- no text here: only the shortlist below reads it again
+any_term AS (  -- tsquery's text form reads back as the same query
+    SELECT string_agg('(' || t.tq::text || ')', ' | ')::tsquery AS any_term
+    FROM terms t WHERE t.tq::text <> ''
+),
+visible AS MATERIALIZED (  -- the only pass over the passages: no text, each distance once
     SELECT p.id, p.document_id, p.ordinal, {vector} AS vsim, {exact} AS exact
     FROM memoryhub_passage p
     WHERE {visible}
 ),
+prefuzzy AS NOT MATERIALIZED (  -- relevance before fuzzy matching, which can only raise it
+    SELECT v.*, 1 - (1 - greatest(coalesce(v.vsim, 0), 0)) * (1 - %(lexical_weight)s * v.exact)
+             AS pre
+    FROM visible v
+),
+head AS MATERIALIZED (
+    SELECT * FROM prefuzzy ORDER BY pre DESC, id LIMIT %(head)s
+),
+probe AS (  -- at least `limit` documents score this much: no result scores less
+    SELECT {score} AS score
+    FROM (SELECT DISTINCT ON (h.document_id) h.document_id, h.pre AS relevance
+          FROM head h ORDER BY h.document_id, h.pre DESC) b
+    JOIN memoryhub_memorydocument d ON d.id = b.document_id AND d.tenant_id = %(tenant)s
+    ORDER BY score DESC LIMIT 1 OFFSET %(limit)s - 1
+),
+cut AS (  -- score <= relevance: a passage less relevant than this cannot be a result's
+    SELECT CASE WHEN %(prune)s THEN greatest(
+               coalesce((SELECT score FROM probe), '-Infinity'),
+               coalesce(%(threshold)s::float8, '-Infinity'))
+           ELSE '-Infinity' END AS cut
+),
+unembedded AS (
+    SELECT v.id FROM visible v WHERE v.vsim IS NULL ORDER BY v.id DESC LIMIT %(fuzzy_candidates)s
+),
 shortlist AS (
-    (SELECT v.id FROM visible v
-     ORDER BY 1 - (1 - greatest(coalesce(v.vsim, 0), 0)) * (1 - %(lexical_weight)s * v.exact) DESC
-     LIMIT %(fuzzy_candidates)s)
+    (SELECT h.id FROM head h ORDER BY h.pre DESC, h.id LIMIT %(fuzzy_candidates)s)
     UNION
-    (SELECT v.id FROM visible v WHERE v.vsim IS NULL ORDER BY v.id DESC LIMIT %(fuzzy_candidates)s)
+    SELECT u.id FROM unembedded u
 ),
 fuzzy AS MATERIALIZED (  -- materialized: else the planner may compute it for every row
     SELECT p.id, {fuzzy} AS lex
     FROM shortlist s JOIN memoryhub_passage p ON p.id = s.id AND p.tenant_id = %(tenant)s
 ),
 scored AS (
-    SELECT v.id, v.document_id, v.ordinal, v.vsim, coalesce(f.lex, v.exact) AS lex,
-           1 - (1 - greatest(coalesce(v.vsim, 0), 0))
-             * (1 - %(lexical_weight)s * coalesce(f.lex, v.exact)) AS relevance
-    FROM visible v LEFT JOIN fuzzy f ON f.id = v.id
-    WHERE v.vsim IS NOT NULL OR coalesce(f.lex, v.exact) > 0
+    SELECT c.id, c.document_id, c.ordinal, c.vsim, coalesce(f.lex, c.exact) AS lex,
+           1 - (1 - greatest(coalesce(c.vsim, 0), 0))
+             * (1 - %(lexical_weight)s * coalesce(f.lex, c.exact)) AS relevance
+    FROM prefuzzy c LEFT JOIN fuzzy f ON f.id = c.id
+    WHERE (c.pre >= (SELECT cut FROM cut) OR c.id IN (SELECT s.id FROM shortlist s))
+      AND (c.vsim IS NOT NULL OR coalesce(f.lex, c.exact) > 0)
 ),
 best AS (
     SELECT DISTINCT ON (document_id) * FROM scored
     ORDER BY document_id, relevance DESC, ordinal
 ),
 ranked AS (
-    SELECT b.*, d.path, d.scope, d.scope_key, d.confidence, d.updated_at,
-           b.relevance * d.confidence
-             / (1 + %(recency_weight)s * ln(1 + greatest(
-                    extract(epoch FROM %(now)s - d.updated_at)::float8, 0) / 86400.0))
-             AS score
+    SELECT b.*, d.path, d.scope, d.scope_key, d.confidence, d.updated_at, {score} AS score
     FROM best b JOIN memoryhub_memorydocument d
       ON d.id = b.document_id AND d.tenant_id = %(tenant)s
 ),
@@ -181,6 +238,9 @@ SELECT r.document_id, r.id, r.path, r.scope, r.scope_key, p.text, r.score, r.vsi
 FROM top r JOIN memoryhub_passage p ON p.id = r.id AND p.tenant_id = %(tenant)s
 ORDER BY r.score DESC, r.updated_at DESC, r.document_id
 """
+# The search runs in the request's transaction; these last until it ends.
+_SESSION = "SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true)"
+_HEAD_PER_RESULT = 4
 
 
 def recall_search(
@@ -195,17 +255,21 @@ def recall_search(
         "recency_weight": ranking.recency_weight, "now": now, "limit": limit,
         "threshold": threshold, "fuzzy_candidates": ranking.fuzzy_candidates,
         "terms": terms, "n_terms": max(len(terms), 1), "fuzzy": FUZZY_THRESHOLD,
+        "head": max(ranking.fuzzy_candidates, _HEAD_PER_RESULT * limit),
+        # The cut rests on score <= relevance <= relevance after fuzzy matching.
+        "prune": ranking.recency_weight >= 0 and ranking.lexical_weight >= 0,
     }
     vector = _VECTOR_SIMILARITY if query_vector is not None else "NULL::float8"
     if query_vector is not None:
         params["qvec"] = halfvec_literal(query_vector)
     sql = _RANK.format(
-        config=SEARCH_CONFIG, visible=_VISIBLE, vector=vector,
+        config=SEARCH_CONFIG, visible=_VISIBLE, vector=vector, score=_SCORE,
         exact=_EXACT_SHARE if terms else "0::float8",
         fuzzy=_FUZZY_SHARE if terms else "0::float8",
         threshold="r.score >= %(threshold)s" if threshold is not None else "true",
     )
     with connection.cursor() as cursor:
+        cursor.execute(_SESSION)
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [_hit(row) for row in rows]

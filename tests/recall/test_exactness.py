@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.contrib.postgres.search import SearchVector
 from django.db import connection
 from django.utils import timezone
 
@@ -122,3 +123,97 @@ def test_vectors_of_another_provider_are_not_compared(acme, globex) -> None:
             terms=[], limit=10, threshold=None, ranking=RANKING, now=timezone.now(),
         )
     assert hits == []
+
+
+# A short shortlist: most results then pass through the search's cut, not the shortlist.
+SMALL_SHORTLIST = Ranking(lexical_weight=0.5, recency_weight=0.1, max_query_terms=16,
+                          fuzzy_candidates=5)
+WORDS = ("apple", "quartz", "violin", "copper", "meadow", "falcon")
+
+
+def seed_words(kit, rng: np.random.Generator, key: str) -> EndUser:
+    """One user with more passages than the search's head: its cut has something to prune.
+
+    Texts hold 0-2 distinct words far apart in trigrams, so a term matches exactly or not at
+    all; one passage in eight has no vector yet (lexical only).
+    """
+    now = timezone.now()
+    with tenant_context(kit.tenant.id):
+        end_user = EndUser.objects.create(tenant=kit.tenant, user_id="dora")
+        for i in range(260):
+            document = MemoryDocument.objects.create(
+                tenant=kit.tenant, end_user=end_user, scope="global", scope_key="",
+                path=f"/w{i}.md", content="x", bytes=1, updated_by="app",
+                confidence=round(float(rng.uniform(0.2, 1.0)), 3),
+            )
+            MemoryDocument.objects.filter(pk=document.pk).update(
+                updated_at=now - timedelta(days=float(rng.uniform(0, 400))))
+            n = int(rng.integers(1, 4))
+            passages = []
+            for j, vector in enumerate(unit(rng, n)):
+                words = rng.choice(WORDS, size=int(rng.integers(0, 3)), replace=False)
+                embedded = rng.random() >= 1 / 8
+                passages.append(Passage(
+                    tenant=kit.tenant, document=document, end_user=end_user, scope="global",
+                    scope_key="", document_version=1, ordinal=j, start=0, end=1,
+                    text=" ".join(["note", *words]), embedding=vector.tolist() if embedded else None,
+                    embedding_provider=key if embedded else ""))
+            Passage.objects.bulk_create(passages)
+        Passage.objects.filter(end_user=end_user).update(
+            search=SearchVector("text", config="simple"))
+    return end_user
+
+
+def brute_force_words(kit, end_user: EndUser, query: np.ndarray, terms: list[str], *, now,
+                      limit: int, threshold: float | None) -> list[tuple[int, float]]:
+    """Every passage scored with the module's formula (exact words only: no trigram match)."""
+    q = query.astype(np.float16).astype(np.float64)
+    best: dict[int, float] = {}
+    with tenant_context(kit.tenant.id):
+        documents = {d.pk: d for d in MemoryDocument.objects.filter(end_user=end_user)}
+        for document_id, text, embedding in Passage.objects.filter(end_user=end_user).values_list(
+                "document_id", "text", "embedding"):
+            vector = 0.0
+            if embedding is not None:
+                e = np.asarray(embedding, dtype=np.float16).astype(np.float64)
+                vector = max(float(q @ e / (np.linalg.norm(q) * np.linalg.norm(e))), 0.0)
+            lexical = sum(term in text.split() for term in terms) / max(len(terms), 1)
+            if embedding is None and lexical == 0:
+                continue
+            relevance = 1 - (1 - vector) * (1 - SMALL_SHORTLIST.lexical_weight * lexical)
+            best[document_id] = max(best.get(document_id, -1.0), relevance)
+    scored = []
+    for document_id, relevance in best.items():
+        document = documents[document_id]
+        age_days = max((now - document.updated_at).total_seconds(), 0) / 86400
+        recency = 1 / (1 + SMALL_SHORTLIST.recency_weight * math.log(1 + age_days))
+        score = relevance * document.confidence * recency
+        if threshold is None or score >= threshold:
+            scored.append((document_id, score, document.updated_at))
+    scored.sort(key=lambda item: (-item[1], -item[2].timestamp(), item[0]))
+    return [(pk, score) for pk, score, _ in scored[:limit]]
+
+
+@pytest.mark.parametrize("seed_value", [11, 99])
+def test_pruned_search_equals_brute_force_with_words(acme, globex, seed_value: int) -> None:
+    """More passages than the head keeps, words and vectors, several limits and thresholds."""
+    rng = np.random.default_rng(seed_value)
+    key = provider_key(get_provider())
+    end_user = seed_words(acme, rng, key)
+    seed_words(globex, np.random.default_rng(seed_value + 1), key)
+    now = timezone.now()
+    cases = [(["apple", "zephyr"], 10, None), (["quartz", "violin"], 1, None),
+             (["copper"], 50, None), (["meadow", "falcon"], 10, 0.12), ([], 20, None)]
+    for terms, limit, threshold in cases:
+        query = unit(rng, 1)[0]
+        expected = brute_force_words(acme, end_user, query, terms, now=now, limit=limit,
+                                     threshold=threshold)
+        with tenant_context(acme.tenant.id):
+            hits = recall_search(
+                visibility=Visibility(acme.tenant.id, end_user.pk, None, None),
+                query_vector=query.tolist(), provider=key, terms=terms, limit=limit,
+                threshold=threshold, ranking=SMALL_SHORTLIST, now=now,
+            )
+        assert [h.document_id for h in hits] == [pk for pk, _ in expected], terms
+        assert [h.score for h in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+        assert expected, "the case must return something to compare"
