@@ -1,14 +1,15 @@
 """``make bench``: a mixed agent workload over HTTP against gunicorn; prints rps and latencies.
 
-Concurrent client processes (each one keep-alive connection, stdlib http.client to keep the
-client's own CPU small) run for a fixed time against a production-style server (gunicorn,
-psycopg pool, DEBUG off, Redis broker) on a benchmark database. No Celery worker runs: the
-embedding work a write enqueues is a separate service's CPU in production.
+Concurrent client processes (keep-alive connections renewed every RECONNECT_EVERY requests,
+stdlib http.client to keep the client's own CPU small) run for a fixed time against a
+production-style server (gunicorn, psycopg pool, DEBUG off, Redis broker) on a benchmark
+database. No Celery worker runs: the embedding work a write enqueues is a separate service's
+CPU in production.
 Each client plays agents for several end users: index, view, create, str_replace, and
 documents GET. Latencies are measured at the client, so they include HTTP and the client's
 own overhead on the same two cores: the server-side figures are lower.
 
-    python -m deploy.bench_api [--seconds 20] [--clients 4] [--users 40] [--workers 3]
+    python -m deploy.bench_api [--seconds 20] [--clients 4] [--users 40] [--workers 2] [--threads 2]
 """
 
 from __future__ import annotations
@@ -48,6 +49,13 @@ def seed(base: str, key: str, users: int, docs_per_user: int) -> None:
                 response.raise_for_status()
 
 
+# A keep-alive connection stays with the gunicorn worker that accepted it, so with a few
+# long-lived connections a run would measure the luck of that draw (3 of 4 connections on one
+# worker leave that worker's GIL the bottleneck and a core idle: +-25% between runs). Each
+# client opens a new connection every this many requests, like a real client population.
+RECONNECT_EVERY = 50
+
+
 class Client:
     """A keep-alive JSON client on http.client: a fraction of httpx's CPU per request."""
 
@@ -55,8 +63,12 @@ class Client:
         host, port = base.removeprefix("http://").split(":")
         self.conn = http.client.HTTPConnection(host, int(port), timeout=30)
         self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        self.sent = 0
 
     def request(self, method: str, url: str, body: dict | None = None) -> tuple[int, bytes]:
+        self.sent += 1
+        if self.sent % RECONNECT_EVERY == 0:
+            self.conn.close()  # the next request connects again (http.client's auto_open)
         payload = json.dumps(body).encode() if body is not None else None
         self.conn.request(method, url, body=payload, headers=self.headers)
         response = self.conn.getresponse()
@@ -120,7 +132,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--users", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
     env = bench_env("bench_api")

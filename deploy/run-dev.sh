@@ -24,6 +24,6 @@ trap stop INT TERM EXIT
   --schedule "${MEMORYHUB_DATA_DIR:-var}/celerybeat-schedule" &
 pids+=($!)
 .venv/bin/gunicorn memoryhub.wsgi:application --bind "127.0.0.1:${PORT}" \
-  --workers "${WEB_WORKERS:-2}" --threads "${WEB_THREADS:-4}" --access-logfile - &
+  --workers "${WEB_WORKERS:-2}" --threads "${WEB_THREADS:-2}" --access-logfile - &
 pids+=($!)
 wait -n "${pids[@]}"

@@ -1,8 +1,16 @@
-"""Database helpers that need both connections: grants after migrate, and platform checks."""
+"""Database helpers: the two connections and grants after migrate, and loading model
+instances from hand-written SQL on the hottest paths."""
 
 from __future__ import annotations
 
-from django.db import connections
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, TypeVar
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Model
+
+M = TypeVar("M", bound=Model)
 
 # The owner role's connection: only ``migrate`` uses it (see memoryhub/embedded_db.py). The
 # app role could not create tables anyway: it has no CREATE privilege on the schema.
@@ -29,3 +37,35 @@ def grant_app_role(using: str, *, truncate: bool = False) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"GRANT {privileges} ON ALL TABLES IN SCHEMA public TO {quoted}")
         cursor.execute(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {quoted}")
+
+
+# --- whole rows read with hand-written SQL -------------------------------------------------
+# The hottest queries (the API key of every request, the end user of every memory call) cost
+# several times more to compile with the ORM than to run, so they are written in SQL. Such SQL
+# must filter on ``tenant_id = current_tenant_id()`` itself, like the fail-closed managers do.
+
+
+def model_columns(model: type[Model], table_alias: str) -> str:
+    """Every column of ``model``, qualified with ``table_alias``, in :func:`model_from_row`'s order."""
+    return ", ".join(f'{table_alias}."{field.column}"' for field in model._meta.concrete_fields)
+
+
+@cache
+def _row_loaders(model: type[Model]) -> tuple[list[str], list[tuple[int, Any]]]:
+    fields = model._meta.concrete_fields
+    converters = [
+        (index, converter)
+        for index, field in enumerate(fields)
+        for converter in field.get_db_converters(connections[DEFAULT_DB_ALIAS])
+    ]
+    return [field.attname for field in fields], converters
+
+
+def model_from_row(model: type[M], values: Sequence[Any]) -> M:
+    """An instance of ``model`` from the values of :func:`model_columns`, as the ORM loads it."""
+    attnames, converters = _row_loaders(model)
+    row = list(values)
+    connection = connections[DEFAULT_DB_ALIAS]
+    for index, converter in converters:
+        row[index] = converter(row[index], None, connection)
+    return model.from_db(DEFAULT_DB_ALIAS, attnames, row)

@@ -22,11 +22,11 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Sum
 from django.utils import timezone
 
 from memoryhub.errors import DocumentTooLarge, ScopeFull, TooManyWrites
-from memoryhub.models import EndUser, MemoryDocument, WriteTally
+from memoryhub.models import EndUser, WriteTally
+from memoryhub.selectors.documents import location_bytes
 from memoryhub.services.events import pressure_event
 from tenants.models import Tenant
 
@@ -58,11 +58,7 @@ def scope_bytes_check(
     if limit is None or new_bytes <= old_bytes:
         return
     if used is None:
-        used = (
-            MemoryDocument.objects.filter(end_user=end_user, scope=scope, scope_key=scope_key)
-            .aggregate(total=Sum("bytes"))["total"]
-            or 0
-        )
+        used = location_bytes(end_user=end_user, location=(scope, scope_key))
     after = used - old_bytes + new_bytes
     if after <= limit:
         return

@@ -21,15 +21,25 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from django.db.models import IntegerField, Q, QuerySet
+from django.db import connection
+from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
+from memoryhub.db import model_columns, model_from_row
 from memoryhub.models import EndUser, MemoryDocument, Profile, Scope
 from memoryhub.paths import ROOT
+from tenants.context import current_tenant_id
 from tenants.models import Tenant
 
 Location = tuple[str, str]  # (scope, scope_key); scope_key is "" for global
 GLOBAL: Location = (Scope.GLOBAL, "")
+
+# The hot reads (every memory call, every documents GET) are hand-written SQL: the ORM took
+# several times longer to compile them than PostgreSQL took to run them. Each one filters on
+# the current tenant itself, like the fail-closed managers.
+_TABLE = MemoryDocument._meta.db_table
+_COLUMNS = model_columns(MemoryDocument, _TABLE)
+_COLUMN_COUNT = len(MemoryDocument._meta.concrete_fields)
 
 INDEX_HEADER = (
     "<memory_index>\n"
@@ -72,15 +82,63 @@ def _under(path: str, *, or_at: bool = False) -> Q:
     return below | Q(path=path) if or_at else below
 
 
+def _where_sql(
+    end_user: EndUser, locations: Sequence[Location], path: str | None = None,
+    under: str | None = None, among: Sequence[str] = (),
+) -> tuple[str, list[Any]]:
+    """The WHERE of the hand-written document queries below: the current tenant (like the
+    fail-closed manager), the person, any of ``locations``, and ``path`` itself, one of
+    ``among`` and/or the documents strictly below ``under`` (every document for the root)."""
+    pairs = ", ".join(["(%s, %s)"] * len(locations))
+    in_locations = f'({_TABLE}."scope", {_TABLE}."scope_key") IN ({pairs})' if locations else "FALSE"
+    sql = f'{_TABLE}."tenant_id" = %s AND {_TABLE}."end_user_id" = %s AND {in_locations}'
+    params: list[Any] = [current_tenant_id(), end_user.pk, *(v for loc in locations for v in loc)]
+    paths = []
+    if path is not None:
+        paths.append(f'{_TABLE}."path" = %s')
+        params.append(path)
+    if among:
+        paths.append(f'{_TABLE}."path" = ANY(%s)')
+        params.append(list(among))
+    if under is not None:
+        paths.append(f'starts_with({_TABLE}."path", %s)')
+        params.append("/" if under == ROOT else under + "/")
+    if paths:
+        sql += f" AND ({' OR '.join(paths)})"
+    return sql, params
+
+
+def _documents(sql: str, params: Sequence[Any]) -> list[MemoryDocument]:
+    """Whole documents from SQL that selects ``_COLUMNS`` first (more columns may follow,
+    returned as ``extra`` on each document)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    documents = []
+    for row in rows:
+        document = model_from_row(MemoryDocument, row[:_COLUMN_COUNT])
+        document.extra = row[_COLUMN_COUNT:]  # type: ignore[attr-defined]
+        documents.append(document)
+    return documents
+
+
 # --- end users and switches ----------------------------------------------------------------
+
+
+# Every memory call reads its end user: hand-written SQL, a fraction of the ORM's CPU.
+_ENDUSER = (
+    f"SELECT {model_columns(EndUser, 'u')} FROM {EndUser._meta.db_table} u "  # noqa: S608 - no input
+    'WHERE u."tenant_id" = %s AND u."user_id" = %s'
+)
 
 
 def enduser_find(*, user_id: str, for_update: bool = False) -> EndUser | None:
     """The end user, or ``None``; ``for_update`` takes the person's write lock (see services)."""
-    users = EndUser.objects.filter(user_id=user_id)
-    if for_update:
-        users = users.select_for_update(no_key=True)
-    return users.first()
+    with connection.cursor() as cursor:
+        cursor.execute(_ENDUSER + (" FOR NO KEY UPDATE" if for_update else ""),
+                       [current_tenant_id(), user_id])
+        row = cursor.fetchone()
+    return model_from_row(EndUser, row) if row is not None else None
 
 
 def memory_disabled_reason(
@@ -110,9 +168,9 @@ def document_get(
     """One document by its canonical path (``memoryhub.paths.normalize_path``)."""
     if end_user is None:
         return None
-    return MemoryDocument.objects.filter(
-        end_user=end_user, scope=scope, scope_key=scope_key, path=path
-    ).first()
+    where, params = _where_sql(end_user, [(scope, scope_key)], path=path)
+    found = _documents(f"SELECT {_COLUMNS} FROM {_TABLE} WHERE {where}", params)  # noqa: S608
+    return found[0] if found else None
 
 
 def documents_visible(
@@ -129,7 +187,6 @@ def _rank(locations: Sequence[Location]) -> dict[Location, int]:
     return {location: index for index, location in enumerate(locations)}
 
 
-_TABLE = MemoryDocument._meta.db_table
 # The bytes of all documents in a row's own location, for max_scope_bytes: read in the same
 # statement as the row an edit locks, which saves the write a round trip.
 _SCOPE_BYTES = (
@@ -147,14 +204,36 @@ def document_resolve(
     ``lock`` locks the rows for an edit and sets ``scope_bytes`` on the document: the total
     size of its location, read in the same statement.
     """
-    documents = MemoryDocument.objects.filter(_in_locations(locations), end_user=end_user, path=path)
+    where, params = _where_sql(end_user, locations, path=path)
+    sql = f"SELECT {_COLUMNS}, {_SCOPE_BYTES if lock else 'NULL'} FROM {_TABLE} WHERE {where}"  # noqa: S608
+    found = _documents(sql + (" FOR UPDATE" if lock else ""), params)
     if lock:
-        documents = documents.select_for_update(of=("self",)).annotate(
-            scope_bytes=RawSQL(_SCOPE_BYTES, [], output_field=IntegerField())  # noqa: S611
-        )
+        for document in found:
+            document.scope_bytes = document.extra[0]  # type: ignore[attr-defined]
     rank = _rank(locations)
-    found = list(documents)
     return min(found, key=lambda d: rank[(d.scope, d.scope_key)]) if found else None
+
+
+def paths_near(
+    *, end_user: EndUser, location: Location, path: str, ancestors: Sequence[str], limit: int
+) -> list[str]:
+    """Paths of at most ``limit`` documents of one location at ``path``, at one of
+    ``ancestors``, or below ``path``: what stands in the way of a new document there (nothing
+    for the root, which is never written)."""
+    if path == ROOT:
+        return []
+    where, params = _where_sql(end_user, [location], path=path, under=path, among=ancestors)
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT "path" FROM {_TABLE} WHERE {where} LIMIT %s', [*params, limit])  # noqa: S608
+        return [found for (found,) in cursor.fetchall()]
+
+
+def location_bytes(*, end_user: EndUser, location: Location) -> int:
+    """The total size of the person's documents in one location (``max_scope_bytes``)."""
+    where, params = _where_sql(end_user, [location])
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT COALESCE(SUM("bytes"), 0) FROM {_TABLE} WHERE {where}', params)  # noqa: S608
+        return cursor.fetchone()[0]
 
 
 def directory_location(
@@ -192,15 +271,15 @@ def path_view(
     """
     if end_user is None:
         return PathView(content=None, documents=[]) if path == ROOT else None
-    rows = (
-        MemoryDocument.objects.filter(
-            _in_locations(locations), _under(path, or_at=True), end_user=end_user
+    where, params = _where_sql(end_user, locations, path=path, under=path)
+    with connection.cursor() as cursor:
+        # Only the viewed document's content travels; a listing needs paths and sizes.
+        cursor.execute(
+            f'SELECT "scope", "scope_key", "path", "bytes", {_CONTENT_IF_AT} '  # noqa: S608
+            f"FROM {_TABLE} WHERE {where}",
+            [path, *params],
         )
-        # Only the viewed document's content travels; a listing needs paths and sizes. Raw
-        # SQL because the ORM's Case/When took longer to compile than the query to run.
-        .annotate(body=RawSQL(_CONTENT_IF_AT, [path]))  # noqa: S611 - constant SQL, path a parameter
-        .values_list("scope", "scope_key", "path", "bytes", "body")
-    )
+        rows = cursor.fetchall()
     rank = _rank(locations)
     best: dict[str, tuple[int, int, str]] = {}
     for scope, scope_key, doc_path, size, body in rows:
@@ -234,6 +313,27 @@ def _index_fetch_limit(max_entries: int | None, max_tokens: int | None) -> int |
     return min(bounds) if bounds else None
 
 
+_INDEX_FIELDS = ("path", "scope", "bytes", "description", "updated_by", "updated_at", "total")
+
+
+def _index_rows(
+    end_user: EndUser, locations: Sequence[Location], limit: int | None
+) -> list[dict[str, Any]]:
+    """The visible documents, newest change first, each with the total of all visible rows
+    (a window count, computed before LIMIT)."""
+    where, params = _where_sql(end_user, locations)
+    sql = (
+        'SELECT "path", "scope", "bytes", "description", "updated_by", "updated_at", '  # noqa: S608
+        f'count(*) OVER () FROM {_TABLE} WHERE {where} ORDER BY "updated_at" DESC, "id" DESC'
+    )
+    if limit is not None:
+        sql += " LIMIT %s"
+        params.append(limit)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [dict(zip(_INDEX_FIELDS, row, strict=True)) for row in cursor.fetchall()]
+
+
 def index_build(
     *, tenant: Tenant, end_user: EndUser | None, session_id: str | None, profile: str | None
 ) -> dict[str, Any]:
@@ -246,15 +346,10 @@ def index_build(
     if not memory_enabled(tenant=tenant, end_user=end_user, profile=profile):
         return {"enabled": False, "text": "", "entries": [], "omitted": 0}
     max_entries, max_tokens = tenant.max_index_entries, tenant.max_index_tokens
-    rows = (
-        documents_visible(end_user=end_user, session_id=session_id, profile=profile)
-        .order_by("-updated_at", "-id")
-        # The total of all visible rows, computed before LIMIT (raw: cheaper than Window()).
-        .annotate(total=RawSQL("count(*) OVER ()", [], output_field=IntegerField()))  # noqa: S611
-        .values("path", "scope", "bytes", "description", "updated_by", "updated_at", "total")
-    )
     limit = _index_fetch_limit(max_entries, max_tokens)
-    fetched = list(rows[:limit] if limit is not None else rows)
+    fetched = [] if end_user is None else _index_rows(
+        end_user, lookup_locations(session_id=session_id, profile=profile), limit
+    )
     total = fetched[0]["total"] if fetched else 0
     budget = max_tokens * CHARS_PER_TOKEN if max_tokens is not None else None
     entries: list[dict[str, Any]] = []

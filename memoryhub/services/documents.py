@@ -35,6 +35,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Sequence
 
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -68,6 +69,7 @@ from memoryhub.selectors.documents import (
     document_resolve,
     enduser_find,
     memory_disabled_reason,
+    paths_near,
 )
 from memoryhub.services.events import changed_event
 from memoryhub.services.passages import document_indexed
@@ -83,6 +85,7 @@ from memoryhub.tool_text import (
     rename_ok,
     rename_root,
 )
+from tenants.context import current_tenant_id
 from tenants.models import Tenant
 
 DESCRIPTION_MAX_CHARS = 200
@@ -230,12 +233,8 @@ def _path_conflict(*, end_user: EndUser, location: Location, path: str) -> str |
     path of a document that would have to be a directory above it; ``None`` when free.
     """
     ancestors = parent_dirs(path)[1:]  # the root is always a directory
-    found = list(
-        MemoryDocument.objects.filter(
-            _in(end_user, location),
-            Q(path=path) | Q(path__in=ancestors) | Q(path__startswith=path + "/"),
-        ).values_list("path", flat=True)[:2]
-    )
+    found = paths_near(end_user=end_user, location=location, path=path, ancestors=ancestors,
+                       limit=2)
     if path in found:
         return "exists"
     if any(is_under(other, path) for other in found):
@@ -257,12 +256,13 @@ def _create(
     *, tenant: Tenant, end_user: EndUser, location: Location, path: str, content: str,
     size: int, description: str | None, confidence: float | None, actor: str,
 ) -> MemoryDocument:
-    document = MemoryDocument.objects.create(
+    document = MemoryDocument(
         tenant=tenant, end_user=end_user, scope=location[0], scope_key=location[1], path=path,
         content=content, bytes=size, version=1, updated_by=actor, description=description or "",
         confidence=1.0 if confidence is None else confidence,
     )
-    document_indexed(document=document)
+    _insert(document)
+    document_indexed(document=document, created=True)
     changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="created",
                   path=path, scope=location[0], scope_key=location[1])
     return document
@@ -276,6 +276,7 @@ def _update(
     document.bytes = size
     document.version += 1
     document.updated_by = actor
+    document.updated_at = timezone.now()
     fields = ["content", "bytes", "version", "updated_by", "updated_at"]
     if description is not None:
         document.description = description
@@ -283,11 +284,39 @@ def _update(
     if confidence is not None:
         document.confidence = confidence
         fields.append("confidence")
-    document.save(update_fields=fields)
+    _save(document, fields)
     document_indexed(document=document)
     changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="updated",
                   path=document.path, scope=document.scope, scope_key=document.scope_key)
     return document
+
+
+def _insert(document: MemoryDocument) -> None:
+    """``save()`` of a new document in hand-written SQL (no signals listen): every create
+    runs it, and the ORM's compilation cost more than the statement."""
+    fields = [field for field in MemoryDocument._meta.concrete_fields if not field.primary_key]
+    values = [field.get_db_prep_save(field.pre_save(document, True), connection) for field in fields]
+    columns = ", ".join(f'"{field.column}"' for field in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {MemoryDocument._meta.db_table} ({columns}) "  # noqa: S608 - our names
+            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING \"id\"",
+            values,
+        )
+        document.pk = cursor.fetchone()[0]
+    document._state.adding, document._state.db = False, connection.alias
+
+
+def _save(document: MemoryDocument, fields: list[str]) -> None:
+    """``save(update_fields=fields)`` in hand-written SQL: every edit runs it, and the ORM's
+    compilation cost more than the statement (the caller has set ``updated_at``)."""
+    columns = ", ".join(f'"{MemoryDocument._meta.get_field(name).column}" = %s' for name in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'UPDATE {MemoryDocument._meta.db_table} SET {columns} '  # noqa: S608 - our names
+            'WHERE "tenant_id" = %s AND "id" = %s',
+            [*(getattr(document, name) for name in fields), current_tenant_id(), document.pk],
+        )
 
 
 def _delete(*, tenant: Tenant, end_user: EndUser, documents: Sequence[MemoryDocument],

@@ -204,25 +204,16 @@ def webhook_delete(*, tenant: Tenant, endpoint: WebhookEndpoint, actor: str) -> 
 # --- Deliveries ----------------------------------------------------------------------------
 
 
-def deliveries_create(*, event: MemoryEvent) -> list[WebhookDelivery]:
-    """Queue the event for every enabled endpoint subscribed to its type (in its transaction)."""
-    endpoints = list(
-        WebhookEndpoint.objects.filter(enabled=True, event_types__contains=[event.type])
-        .values_list("id", flat=True)
-    )
-    if not endpoints:
-        return []
-    now = timezone.now()
-    deliveries = WebhookDelivery.objects.bulk_create([
-        WebhookDelivery(tenant_id=event.tenant_id, endpoint_id=endpoint_id, event=event,
-                        next_attempt_at=now)
-        for endpoint_id in endpoints
-    ])
-    for delivery in deliveries:
+def deliveries_enqueue(*, tenant_id: int, delivery_ids: list[int]) -> None:
+    """Send the deliveries' messages when the transaction that wrote them commits.
+
+    The delivery rows themselves are written with their event, in the same statement
+    (``memoryhub.services.events.event_record``).
+    """
+    for delivery_id in delivery_ids:
         transaction.on_commit(
-            partial(_enqueue, tenant_id=event.tenant_id, delivery_id=delivery.pk), robust=True
+            partial(_enqueue, tenant_id=tenant_id, delivery_id=delivery_id), robust=True
         )
-    return deliveries
 
 
 def _enqueue(*, tenant_id: int, delivery_id: int, countdown: float = 0) -> None:

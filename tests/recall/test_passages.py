@@ -47,6 +47,27 @@ def test_an_edit_keeps_the_vectors_of_unchanged_passages(acme, globex) -> None:
     assert embed_all(acme) == 1  # only what changed goes to the provider
 
 
+def test_passages_that_move_keep_their_vectors_and_new_ones_get_none(acme, globex) -> None:
+    put(acme, "alice", "/long.md", "\n\n".join(SECTIONS))
+    put(globex, "bob", "/long.md", "\n\n".join(SECTIONS))
+    embed_all(acme)
+    vectors = {row.text: list(row.embedding) for row in passages(acme)}
+    # A new section on top shifts every old passage by one position; one is duplicated.
+    put(acme, "alice", "/long.md", "\n\n".join(["## New\nA fresh start.", *SECTIONS, SECTIONS[0]]))
+    rows = passages(acme)
+    texts = [row.text for row in rows]
+    assert texts[1:len(vectors) + 1] == list(vectors)
+    assert len(texts) > len(vectors) + 1 and set(texts[len(vectors) + 1:]) <= set(vectors)
+    assert rows[0].embedding is None
+    for row in rows[1:]:
+        assert list(row.embedding) == vectors[row.text]
+    assert {row.document_version for row in rows} == {2}
+    assert embed_all(acme) == 1  # only the new section goes to the provider
+    put(acme, "alice", "/long.md", "")
+    assert passages(acme) == []
+    assert all(row.embedding is None for row in passages(globex))  # untouched, not embedded
+
+
 def test_embedding_is_idempotent_and_skips_a_version_that_moved_on(acme, globex) -> None:
     first = put(acme, "alice", "/a.md", "first text")
     put(acme, "alice", "/a.md", "second text")
