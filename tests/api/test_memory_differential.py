@@ -37,8 +37,8 @@ from hypothesis import strategies as st
 from memoryhub.tool_text import DIRECTORY_SIZE
 from tests.api.test_memory_index import patch_limits
 from tests.api.test_memory_tool import tool
+from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
 
-Command = dict[str, Any]
 _users = itertools.count()
 _DIR_LINE = re.compile(r"^\S+\t(.*/)$", re.MULTILINE)
 
@@ -94,30 +94,6 @@ def assert_same(kit: Any, script: list[Command]) -> None:
 def kit(acme: Any) -> Any:
     patch_limits(acme, max_scope_bytes=None, max_writes_per_turn=None)
     return acme
-
-
-def create(path: str, text: str = "x") -> Command:
-    return {"command": "create", "path": path, "file_text": text}
-
-
-def view(path: str, view_range: list[int] | None = None) -> Command:
-    return {"command": "view", "path": path} | ({"view_range": view_range} if view_range else {})
-
-
-def str_replace(path: str, old: str, new: str) -> Command:
-    return {"command": "str_replace", "path": path, "old_str": old, "new_str": new}
-
-
-def insert(path: str, line: int, text: str) -> Command:
-    return {"command": "insert", "path": path, "insert_line": line, "insert_text": text}
-
-
-def delete(path: str) -> Command:
-    return {"command": "delete", "path": path}
-
-
-def rename(old: str, new: str) -> Command:
-    return {"command": "rename", "old_path": old, "new_path": new}
 
 
 SCRIPTS = {

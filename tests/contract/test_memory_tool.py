@@ -32,34 +32,10 @@ from tests.contract.api_client import (
     set_limits,
     tool,
 )
+from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
 
-Command = dict[str, Any]
 _people = itertools.count()
 _DIRECTORY_LINE = re.compile(r"^[0-9.]+[BKMG]\t(.*/)$", re.MULTILINE)
-
-
-def create(path: str, text: str = "x", **extra: Any) -> Command:
-    return {"command": "create", "path": path, "file_text": text, **extra}
-
-
-def view(path: str, view_range: list[int] | None = None) -> Command:
-    return {"command": "view", "path": path, **({"view_range": view_range} if view_range else {})}
-
-
-def str_replace(path: str, old: str, new: str) -> Command:
-    return {"command": "str_replace", "path": path, "old_str": old, "new_str": new}
-
-
-def insert(path: str, line: int, text: str) -> Command:
-    return {"command": "insert", "path": path, "insert_line": line, "insert_text": text}
-
-
-def delete(path: str) -> Command:
-    return {"command": "delete", "path": path}
-
-
-def rename(old: str, new: str) -> Command:
-    return {"command": "rename", "old_path": old, "new_path": new}
 
 
 TEN_LINES = "\n".join(f"line {n}" for n in range(1, 11))

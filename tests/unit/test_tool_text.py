@@ -13,7 +13,6 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
@@ -49,8 +48,8 @@ from memoryhub.tool_text import (
     truncate_view,
     well_formed,
 )
+from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
 
-Command = dict[str, Any]
 Outcome = tuple[str, bool]
 
 
@@ -181,33 +180,6 @@ def assert_same_run(reference: BetaLocalFilesystemMemoryTool, script: list[Comma
         context = f"step {step}: {command}"
         assert comparable(actual_text, reference) == comparable(expected_text, reference), context
         assert actual_error == expected_error, context
-
-
-def create(path: str, text: str) -> Command:
-    return {"command": "create", "path": path, "file_text": text}
-
-
-def view(path: str, view_range: list[int] | None = None) -> Command:
-    command: Command = {"command": "view", "path": path}
-    if view_range is not None:
-        command["view_range"] = view_range
-    return command
-
-
-def str_replace(path: str, old: str, new: str) -> Command:
-    return {"command": "str_replace", "path": path, "old_str": old, "new_str": new}
-
-
-def insert(path: str, line: int, text: str) -> Command:
-    return {"command": "insert", "path": path, "insert_line": line, "insert_text": text}
-
-
-def delete(path: str) -> Command:
-    return {"command": "delete", "path": path}
-
-
-def rename(old: str, new: str) -> Command:
-    return {"command": "rename", "old_path": old, "new_path": new}
 
 
 FILE = "/memories/notes.md"
