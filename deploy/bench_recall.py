@@ -1,9 +1,13 @@
 """``make bench-recall``: recall over HTTP on a large, multi-tenant memory; prints the figures.
 
 1. Loads N memories (default 100,000) into a database of its own (``bench_recall``, recreated
-   with ``--fresh``, else reused when it already holds the same N): 1,000 tenants, 10,000
-   end users spread over them, a heavy-tailed (Zipf) number of memories per user, mostly
-   global with some session and profile memory. Texts come from a fixed vocabulary; their
+   with ``--fresh``, else reused when it already holds the same data set): 1,000 tenants,
+   10,000 end users spread over them, a heavy-tailed (Zipf) number of memories per user,
+   mostly global with some session and profile memory. A user holds at most what the
+   default limits allow (``max_scope_bytes`` per scope: about 3,600 memories of this size);
+   what the Zipf draw gives beyond that goes to the other users. ``--unlimited`` lifts the
+   cap, as if every tenant had switched the limit off (the largest user then holds 10% of
+   everything). Texts come from a fixed vocabulary; their
    vectors are the configured hashing provider's, computed on all cores and written with
    binary COPY as the owner role, tenant by tenant (RLS stays forced: each COPY sets
    ``app.tenant_id``), with the full-text vector computed by PostgreSQL on insert.
@@ -15,7 +19,7 @@
    force in numpy over every visible passage (float16 vectors, same formula), and each
    HTTP result's ``similarity`` equals the brute-force cosine.
 
-    python -m deploy.bench_recall [--n 100000] [--seconds 20] [--clients 4] [--fresh]
+    python -m deploy.bench_recall [--n 100000] [--seconds 20] [--clients 4] [--fresh] [--unlimited]
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ END_USERS = 10_000
 ZIPF_EXPONENT = 1.0  # memories per user ~ 1/rank: a few users hold thousands
 SESSIONS, PROFILES = ("s-0", "s-1", "s-2"), ("p-0", "p-1")
 CHUNK_TENANTS = 50  # tenants per load transaction
+GLOBAL_SHARE = 0.7  # of a user's memories; the rest is session (0.2) and profile (0.1)
+MEAN_MEMORY_BYTES = 92  # of memory_text()
 TOPICS = """
 tea coffee espresso matcha vegetarian vegan gluten lactose peanuts shellfish curry pasta sushi
 ramen tacos paella risotto lentils tofu salmon chicken steak salad oatmeal pancakes chocolate
@@ -94,12 +100,31 @@ class Plan:
     memories_of_user: np.ndarray  # user index -> how many memories
 
 
-def plan(n: int, seed: int = 42) -> Plan:
+def user_cap() -> int:
+    """The most memories one user can hold under the default limits.
+
+    ``max_scope_bytes`` bounds each (scope, scope key); the global scope, which gets
+    ``GLOBAL_SHARE`` of a user's memories, fills first. 10% headroom for the spread of
+    text lengths and scope draws.
+    """
+    from tenants.models import DEFAULT_LIMITS
+
+    return int(0.9 * DEFAULT_LIMITS["max_scope_bytes"] / (MEAN_MEMORY_BYTES * GLOBAL_SHARE))
+
+
+def plan(n: int, *, cap: int | None, seed: int = 42) -> Plan:
+    """Zipf sizes; with ``cap``, what a user would hold beyond it goes to the others."""
     rng = np.random.default_rng(seed)
     tenant_of_user = rng.integers(0, TENANTS, END_USERS)
     weights = 1.0 / np.arange(1, END_USERS + 1) ** ZIPF_EXPONENT
     rng.shuffle(weights)
     memories = rng.multinomial(n, weights / weights.sum())
+    while cap is not None and (memories > cap).any():
+        full = memories >= cap
+        excess = int((memories[full] - cap).sum())
+        memories[full] = cap
+        room = np.where(full, 0.0, weights)
+        memories += rng.multinomial(excess, room / room.sum())
     return Plan(tenant_of_user=tenant_of_user, memories_of_user=memories)
 
 
@@ -123,7 +148,7 @@ def user_id(index: int) -> str:
 
 def scope_of(rng: random.Random) -> tuple[str, str]:
     roll = rng.random()
-    if roll < 0.7:
+    if roll < GLOBAL_SHARE:
         return "global", ""
     if roll < 0.9:
         return "session", rng.choice(SESSIONS)
@@ -140,12 +165,12 @@ def reserve_ids(cursor, table: str, count: int) -> int:  # noqa: ANN001
     return first
 
 
-def load(n: int, tenant_ids: list[int], provider_key: str) -> dict[str, float]:
+def load(layout: Plan, tenant_ids: list[int], provider_key: str) -> dict[str, float]:
     """Bulk-load the plan as the owner role; returns timings."""
     from django.db import connections
     from pgvector.psycopg import register_vector
 
-    layout = plan(n)
+    n = int(layout.memories_of_user.sum())
     started = time.perf_counter()
     embed_seconds = 0.0
     owner = connections["migrate"]
@@ -409,7 +434,9 @@ def setup_django(env: dict[str, str]) -> None:
     django.setup()
 
 
-def prepare(n: int, fresh: bool, env: dict[str, str]) -> tuple[list[int], dict[str, float] | None]:
+def prepare(
+    layout: Plan, marker: str, fresh: bool, env: dict[str, str],
+) -> tuple[list[int], dict[str, float] | None]:
     """The tenants of a loaded database (loading it first when needed)."""
     from django.conf import settings
 
@@ -417,7 +444,6 @@ def prepare(n: int, fresh: bool, env: dict[str, str]) -> tuple[list[int], dict[s
     from memoryhub.services.passages import provider_key
     from tenants.models import Tenant
 
-    marker = f"bench-recall n={n}"
     if settings.EMBEDDED_POSTGRES and fresh:
         from memoryhub.embedded_db import Cluster, ensure_database
 
@@ -431,7 +457,7 @@ def prepare(n: int, fresh: bool, env: dict[str, str]) -> tuple[list[int], dict[s
         raise SystemExit(f"{DB_NAME} holds another data set: run with --fresh")
     tenants = Tenant.objects.bulk_create(
         [Tenant(slug=f"br-{i:04d}", name=f"Bench {i}") for i in range(TENANTS)])
-    timings = load(n, [t.id for t in tenants], provider_key(get_provider()))
+    timings = load(layout, [t.id for t in tenants], provider_key(get_provider()))
     Tenant.objects.create(slug="bench-recall-meta", name=marker)
     return [t.id for t in tenants], timings
 
@@ -459,13 +485,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--exactness-sample", type=int, default=200)
     parser.add_argument("--fresh", action="store_true", help="drop and reload the database")
+    parser.add_argument("--unlimited", action="store_true",
+                        help="no cap per user: as if every tenant had switched max_scope_bytes off")
     args = parser.parse_args()
 
     env = bench_env(DB_NAME)
     setup_django(env)
-    print(f"preparing {DB_NAME} with {args.n:,} memories ...", flush=True)
-    tenant_ids, timings = prepare(args.n, args.fresh, env)
-    layout = plan(args.n)
+    cap = None if args.unlimited else user_cap()
+    layout = plan(args.n, cap=cap)
+    limits = "no limits" if cap is None else f"default limits: at most {cap:,} per user"
+    print(f"preparing {DB_NAME} with {args.n:,} memories ({limits}) ...", flush=True)
+    tenant_ids, timings = prepare(layout, f"bench-recall n={args.n} cap={cap}", args.fresh, env)
     counts = layout.memories_of_user
     if timings:
         print(f"loaded in {timings['seconds']:.0f} s "

@@ -344,7 +344,7 @@ MEMORYHUB_RECALL = {
     "recency_weight": float(os.environ.get("RECALL_RECENCY_WEIGHT", "0.1")),
     "max_query_terms": 16,
     # Trigram (fuzzy) matching reads the text: only this many best candidates get it.
-    "fuzzy_candidates": int(os.environ.get("RECALL_FUZZY_CANDIDATES", "100")),
+    "fuzzy_candidates": int(os.environ.get("RECALL_FUZZY_CANDIDATES", "50")),
 }
 MEMORYHUB_WEBHOOKS = {
     "timeout": float(os.environ.get("WEBHOOK_TIMEOUT", "10")),
