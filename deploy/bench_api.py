@@ -81,9 +81,18 @@ class Client:
         return self.request("POST", url, json)
 
 
-def one_request(client: Client, op: str, user: int, rng: random.Random, tag: str) -> None:
+# str_replace really changes the text: each line's separator flips between these two, so the
+# write rewrites a passage and enqueues its embedding like an agent's edit does. Each client
+# has users of its own, so it knows every line's current separator.
+SEPARATORS = (" ", ":")
+
+
+def one_request(
+    client: Client, op: str, user: int, rng: random.Random, tag: str, lines: dict,
+) -> None:
     url = f"/api/v1/users/user{user}"
     doc = f"/memories/notes/n{rng.randrange(5)}.md"
+    flipped = None
     if op == "index":
         response = client.get(f"{url}/memory/index", params={"session_id": f"s{user}"})
     elif op == "view":
@@ -92,9 +101,12 @@ def one_request(client: Client, op: str, user: int, rng: random.Random, tag: str
         response = client.get(f"{url}/documents/global/notes/n{rng.randrange(5)}.md")
     elif op == "str_replace":
         line = rng.randrange(20)
+        old = lines.get((user, doc, line), SEPARATORS[0])
+        new = SEPARATORS[1] if old == SEPARATORS[0] else SEPARATORS[0]
         response = client.post(f"{url}/memory", json={
-            "command": "str_replace", "path": doc, "old_str": f"line {line} ",
-            "new_str": f"line {line} ", "turn_id": f"{tag}-{rng.random()}"})
+            "command": "str_replace", "path": doc, "old_str": f"line {line}{old}",
+            "new_str": f"line {line}{new}", "turn_id": f"{tag}-{rng.random()}"})
+        flipped = ((user, doc, line), new)
     else:
         response = client.post(f"{url}/memory", json={
             "command": "create", "path": f"/memories/scratch/{tag}-{rng.random()}.md",
@@ -103,6 +115,8 @@ def one_request(client: Client, op: str, user: int, rng: random.Random, tag: str
     status, body = response
     if status != 200 or (op != "documents_get" and json.loads(body).get("is_error")):
         raise RuntimeError(f"{op}: {status} {body[:200]!r}")
+    if flipped is not None:
+        lines[flipped[0]] = flipped[1]
 
 
 def client_loop(base: str, key: str, users: list[int], seconds: float, seed_: int, out: mp.Queue) -> None:
@@ -111,13 +125,14 @@ def client_loop(base: str, key: str, users: list[int], seconds: float, seed_: in
     latencies: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
     tag = f"c{seed_}"
+    lines: dict = {}
     client = Client(base, key)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         op = rng.choices(names, weights)[0]
         started = time.perf_counter()
         try:
-            one_request(client, op, rng.choice(users), rng, tag)
+            one_request(client, op, rng.choice(users), rng, tag, lines)
         except Exception:  # noqa: BLE001 - counted and reported
             errors[op] += 1
             client = Client(base, key)  # the connection may be broken

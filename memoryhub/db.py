@@ -69,3 +69,8 @@ def model_from_row(model: type[M], values: Sequence[Any]) -> M:
     for index, converter in converters:
         row[index] = converter(row[index], None, connection)
     return model.from_db(DEFAULT_DB_ALIAS, attnames, row)
+
+
+def halfvec_literal(vector: Sequence[float]) -> str:
+    """A vector as pgvector's text form, for a ``%s::halfvec`` parameter."""
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"

@@ -85,16 +85,17 @@ _TURN_UPSERT = f"""
 
 # Without a turn_id the limit is a sliding window ("within 60 seconds"): one row per write,
 # counted over the last 60 seconds. A fixed minute would let 2 x limit writes through around
-# a minute boundary, and refuse or allow the same burst depending on the clock. The caller
-# holds the person's write lock, so counting and then inserting cannot race.
-_WINDOW_COUNT = f"""
-    SELECT count(*) FROM {WriteTally._meta.db_table}
-    WHERE tenant_id = %s AND end_user_id = %s AND starts_with(key, %s) AND created_at > %s
-"""  # noqa: S608
-_WINDOW_INSERT = f"""
+# a minute boundary, and refuse or allow the same burst depending on the clock. One statement
+# counts and inserts only while under the limit (a row back: allowed). The caller holds the
+# person's write lock, so counting and then inserting cannot race.
+_WINDOW_TAKE = f"""
     INSERT INTO {WriteTally._meta.db_table} (tenant_id, end_user_id, key, count, created_at)
-    VALUES (%s, %s, %s, 1, %s)
-"""  # noqa: S608
+    SELECT %(tenant)s, %(end_user)s, %(key)s, 1, %(now)s
+    WHERE (SELECT count(*) FROM {WriteTally._meta.db_table}
+           WHERE tenant_id = %(tenant)s AND end_user_id = %(end_user)s
+             AND starts_with(key, %(prefix)s) AND created_at > %(since)s) < %(limit)s
+    RETURNING 1
+"""  # noqa: S608 - the table name is ours, values are parameters
 
 
 def _window_prefix(session_id: str | None) -> str:
@@ -112,13 +113,12 @@ def _window_take(*, tenant: Tenant, end_user: EndUser, session_id: str | None, l
                  now: datetime) -> bool:
     prefix = _window_prefix(session_id)
     with connection.cursor() as cursor:
-        cursor.execute(_WINDOW_COUNT, [tenant.id, end_user.pk, prefix,
-                                       now - timedelta(seconds=WINDOW_SECONDS)])
-        (used,) = cursor.fetchone()
-        if used >= limit:
-            return False
-        cursor.execute(_WINDOW_INSERT, [tenant.id, end_user.pk, prefix + uuid.uuid4().hex, now])
-    return True
+        cursor.execute(_WINDOW_TAKE, {
+            "tenant": tenant.id, "end_user": end_user.pk, "key": prefix + uuid.uuid4().hex,
+            "now": now, "prefix": prefix, "since": now - timedelta(seconds=WINDOW_SECONDS),
+            "limit": limit,
+        })
+        return cursor.fetchone() is not None
 
 
 def write_tally_take(

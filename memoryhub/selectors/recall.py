@@ -71,6 +71,7 @@ from datetime import datetime
 
 from django.db import connection
 
+from memoryhub.db import halfvec_literal
 from memoryhub.services.passages import SEARCH_CONFIG
 
 _WORD = re.compile(r"\w+")
@@ -128,10 +129,6 @@ def query_terms(query: str, *, limit: int) -> list[str]:
     long_enough = [w for w in unique if len(w) >= _MIN_TERM_CHARS] or unique
     content = [w for w in long_enough if w not in _STOPWORDS] or long_enough
     return content[:limit]
-
-
-def halfvec_literal(vector: list[float]) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
 _VISIBLE = """

@@ -17,8 +17,9 @@ Contract:
   ``manage.py reembed`` (or the next write) gives them new vectors.
 
 The embedding task runs inside one tenant transaction that includes the provider call: it
-holds no lock while embedding (plain reads), and updates by primary key at the end, so a
-write that replaces the passages meanwhile simply leaves it nothing to update.
+holds no lock while embedding (plain reads), and at the end stores each vector by primary
+key only where the passage still has the text it embedded, so a write that rewrote or
+dropped passages meanwhile leaves it nothing to overwrite.
 """
 
 from __future__ import annotations
@@ -35,9 +36,12 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import Q
 from django.utils import timezone
 
+from memoryhub.chunking import Passage as Chunk
 from memoryhub.chunking import split_passages
+from memoryhub.db import halfvec_literal
 from memoryhub.embeddings import EmbeddingProvider, get_provider
 from memoryhub.models import MemoryDocument, Passage
+from tenants.context import current_tenant_id
 
 logger = logging.getLogger(__name__)
 
@@ -62,17 +66,27 @@ def provider_key(provider: EmbeddingProvider) -> str:
 # the ORM's compilation of these (a SearchVector per row) cost more than running them.
 _PASSAGE = Passage._meta.db_table
 _OLD_PASSAGES = (
-    f'SELECT id, ordinal, text, embedding IS NOT NULL FROM {_PASSAGE} '  # noqa: S608 - no input
-    "WHERE tenant_id = %s AND document_id = %s"
+    f"SELECT id, ordinal, text, embedding IS NOT NULL AND embedding_provider = %s "  # noqa: S608
+    f"FROM {_PASSAGE} WHERE tenant_id = %s AND document_id = %s"
 )
 _VECTORS = (
     f"SELECT id, embedding::text, embedding_provider FROM {_PASSAGE} "  # noqa: S608 - no input
     "WHERE tenant_id = %s AND id = ANY(%s)"
 )
-_KEEP = f"""
+# Passages at an ordinal the document still has, in place: offsets for all; text, full-text
+# vector and vector (a reused one, else none) where the text changed.
+_UPDATE = f"""
     UPDATE {_PASSAGE} p SET document_version = %(version)s, start = k.start, "end" = k."end",
-        end_user_id = %(end_user)s, scope = %(scope)s, scope_key = %(scope_key)s
-    FROM unnest(%(ids)s::bigint[], %(starts)s::int[], %(ends)s::int[]) AS k(id, start, "end")
+        end_user_id = %(end_user)s, scope = %(scope)s, scope_key = %(scope_key)s,
+        text = CASE WHEN k.changed THEN k.text ELSE p.text END,
+        search = CASE WHEN k.changed THEN to_tsvector(%(config)s::regconfig, k.text)
+                      ELSE p.search END,
+        embedding = CASE WHEN k.changed THEN k.embedding::halfvec ELSE p.embedding END,
+        embedding_provider = CASE WHEN k.changed THEN k.provider ELSE p.embedding_provider END,
+        created_at = CASE WHEN k.changed THEN %(now)s ELSE p.created_at END
+    FROM unnest(%(ids)s::bigint[], %(starts)s::int[], %(ends)s::int[], %(changed)s::bool[],
+                %(texts)s::text[], %(embeddings)s::text[], %(providers)s::text[])
+        AS k(id, start, "end", changed, text, embedding, provider)
     WHERE p.tenant_id = %(tenant)s AND p.id = k.id
 """  # noqa: S608 - the table name is ours, values are parameters
 _DROP = f"DELETE FROM {_PASSAGE} WHERE tenant_id = %s AND id = ANY(%s)"  # noqa: S608
@@ -93,24 +107,28 @@ def document_indexed(*, document: MemoryDocument, created: bool = False) -> None
     """Bring the document's passages in step (see module docstring); call inside the write's
     transaction. ``created``: the document is new, so it has no passages yet.
 
-    A passage whose text is unchanged at the same position stays in place (its row, its
-    vector), so an edit rewrites only the passages it changed. A new passage whose text some
-    old passage had takes that passage's vector; only those vectors are read.
+    A passage keeps its row while the document has its ordinal: an unchanged text keeps its
+    vector, a changed one is rewritten in place. Rows past the new last ordinal go, new
+    ordinals are added. A changed or new passage whose text some old passage had takes that
+    passage's vector; only those vectors are read. An embedding task is enqueued only when
+    some passage is left without a vector of the current provider.
     """
+    current = provider_key(get_provider())
     chunks = split_passages(document.content)
-    old = [] if created else _old_passages(document)
-    at = {(ordinal, text): (pk, has_vector) for pk, ordinal, text, has_vector in old}
-    kept = [chunk for chunk in chunks if (chunk.index, chunk.text) in at]
-    added = [chunk for chunk in chunks if (chunk.index, chunk.text) not in at]
-    kept_ids = {at[(chunk.index, chunk.text)][0] for chunk in kept}
-    dropped = [pk for pk, _, _, _ in old if pk not in kept_ids]
+    old = [] if created else _old_passages(document, current)
+    by_ordinal = {ordinal: (pk, text, has_vector) for pk, ordinal, text, has_vector in old}
+    in_place = [chunk for chunk in chunks if chunk.index in by_ordinal]
+    added = [chunk for chunk in chunks if chunk.index not in by_ordinal]
+    changed = [c for c in in_place if by_ordinal[c.index][1] != c.text]
+    ordinals = {c.index for c in chunks}
+    dropped = [pk for pk, ordinal, _, _ in old if ordinal not in ordinals]
     with connection.cursor() as cursor:
-        # Read the vectors to reuse before their passages are dropped.
-        vectors = _vectors_for(cursor, document, old, [chunk.text for chunk in added])
-        if kept:
-            cursor.execute(_KEEP, {
-                **_columns(document), "ids": [at[(c.index, c.text)][0] for c in kept],
-                "starts": [c.start for c in kept], "ends": [c.end for c in kept],
+        # Read the vectors to reuse before their passages are rewritten or dropped.
+        vectors = _vectors_for(cursor, document, old, [c.text for c in (*changed, *added)])
+        if in_place:
+            cursor.execute(_UPDATE, {
+                **_columns(document), **_rewritten(in_place, by_ordinal, vectors),
+                "config": SEARCH_CONFIG, "now": timezone.now(),
             })
         if dropped:
             cursor.execute(_DROP, [document.tenant_id, dropped])
@@ -122,14 +140,34 @@ def document_indexed(*, document: MemoryDocument, created: bool = False) -> None
                 "embeddings": [vectors.get(c.text, (None, ""))[0] for c in added],
                 "providers": [vectors.get(c.text, (None, ""))[1] for c in added],
             })
-    if chunks:
-        # The worker also re-embeds reused vectors of an older provider, so enqueue whenever
-        # the document has passages; it is cheap when there is nothing to do.
+    rewritten = {c.index for c in changed}
+    unchanged_without_vector = any(
+        not by_ordinal[c.index][2] for c in in_place if c.index not in rewritten)
+    new_without_vector = any(
+        vectors.get(c.text, (None, ""))[1] != current for c in (*changed, *added))
+    if unchanged_without_vector or new_without_vector:
         transaction.on_commit(
             partial(_enqueue_embedding, tenant_id=document.tenant_id, document_id=document.pk,
                     version=document.version),
             robust=True,  # a broker outage must not fail a write that has committed
         )
+
+
+def _rewritten(
+    in_place: list[Chunk], by_ordinal: dict[int, tuple[int, str, bool]],
+    vectors: dict[str, tuple[str, str]],
+) -> dict[str, list]:
+    """The _UPDATE arrays: every in-place passage, with text and vector where it changed."""
+    changed = [by_ordinal[c.index][1] != c.text for c in in_place]
+    reused = [vectors.get(c.text, (None, "")) if ch else (None, "")
+              for c, ch in zip(in_place, changed, strict=True)]
+    return {
+        "ids": [by_ordinal[c.index][0] for c in in_place],
+        "starts": [c.start for c in in_place], "ends": [c.end for c in in_place],
+        "changed": changed, "texts": [c.text for c in in_place],
+        "embeddings": [vector for vector, _ in reused],
+        "providers": [provider for _, provider in reused],
+    }
 
 
 def _columns(document: MemoryDocument) -> dict[str, object]:
@@ -139,10 +177,11 @@ def _columns(document: MemoryDocument) -> dict[str, object]:
             "scope_key": document.scope_key, "version": document.version}
 
 
-def _old_passages(document: MemoryDocument) -> list[tuple[int, int, str, bool]]:
-    """(id, ordinal, text, has a vector) of the document's passages; no vectors travel."""
+def _old_passages(document: MemoryDocument, current: str) -> list[tuple[int, int, str, bool]]:
+    """(id, ordinal, text, has a vector of the ``current`` provider) of the document's
+    passages; no vectors travel."""
     with connection.cursor() as cursor:
-        cursor.execute(_OLD_PASSAGES, [document.tenant_id, document.pk])
+        cursor.execute(_OLD_PASSAGES, [current, document.tenant_id, document.pk])
         return cursor.fetchall()
 
 
@@ -150,7 +189,8 @@ def _vectors_for(
     cursor: CursorWrapper, document: MemoryDocument, old: list[tuple[int, int, str, bool]],
     texts: list[str],
 ) -> dict[str, tuple[str, str]]:
-    """text -> (vector as text, provider) of old passages with one of ``texts`` and a vector."""
+    """text -> (vector as text, provider) of old passages with one of ``texts`` and a current
+    vector."""
     wanted = set(texts)
     if not wanted:
         return {}
@@ -166,7 +206,11 @@ def _enqueue_embedding(*, tenant_id: int, document_id: int, version: int) -> Non
     from memoryhub.tasks import embed_document  # tasks import this module
 
     try:
-        embed_document.delay(tenant_id=tenant_id, document_id=document_id, version=version)
+        embed_document.apply_async(
+            kwargs={"tenant_id": tenant_id, "document_id": document_id, "version": version},
+            # Celery would build these with its safe repr, a large share of a publish's CPU.
+            argsrepr="()", kwargsrepr=f"{{tenant {tenant_id}, document {document_id} v{version}}}",
+        )
     except Exception:
         # The embeddings sweep (beat) finds passages left without a vector.
         logger.exception("could not enqueue embedding of document %s", document_id)
@@ -176,16 +220,28 @@ def _needs_vector(key: str) -> Q:
     return Q(embedding__isnull=True) | ~Q(embedding_provider=key)
 
 
+# A write rewrites a changed passage in place, so a vector is stored only while its passage
+# still has the text it was computed from (the provider call takes no lock).
+_STORE_VECTORS = f"""
+    UPDATE {_PASSAGE} p SET embedding = v.embedding::halfvec, embedding_provider = %(key)s
+    FROM unnest(%(ids)s::bigint[], %(texts)s::text[], %(embeddings)s::text[])
+        AS v(id, text, embedding)
+    WHERE p.tenant_id = %(tenant)s AND p.id = v.id AND p.text = v.text
+"""  # noqa: S608 - the table name is ours, values are parameters
+
+
 def passages_embed(*, passages: Sequence[Passage], provider: EmbeddingProvider) -> int:
     """Embed ``passages`` in one provider call and store the vectors; returns how many."""
     if not passages:
         return 0
     vectors = provider.embed([passage.text for passage in passages])
-    key = provider_key(provider)
-    for passage, vector in zip(passages, vectors, strict=True):
-        passage.embedding = vector
-        passage.embedding_provider = key
-    Passage.objects.bulk_update(passages, ["embedding", "embedding_provider"])
+    with connection.cursor() as cursor:
+        cursor.execute(_STORE_VECTORS, {
+            "tenant": current_tenant_id(), "key": provider_key(provider),
+            "ids": [passage.pk for passage in passages],
+            "texts": [passage.text for passage in passages],
+            "embeddings": [halfvec_literal(vector) for vector in vectors],
+        })
     return len(passages)
 
 

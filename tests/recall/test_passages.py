@@ -12,7 +12,7 @@ from django.utils import timezone
 from memoryhub.embeddings import get_provider
 from memoryhub.models import Passage
 from memoryhub.services.documents import document_remove
-from memoryhub.services.passages import document_embed, provider_key
+from memoryhub.services.passages import document_embed, passages_embed, provider_key
 from memoryhub.tasks import embeddings_sweep
 from tenants.context import tenant_context
 from tests.recall.helpers import embed_all, put
@@ -45,6 +45,44 @@ def test_an_edit_keeps_the_vectors_of_unchanged_passages(acme, globex) -> None:
     assert [row.embedding is None for row in rows][-1] is True
     assert sum(row.embedding is None for row in rows) == 1
     assert embed_all(acme) == 1  # only what changed goes to the provider
+
+
+def test_a_changed_passage_is_rewritten_in_place_and_its_old_vector_is_dropped(acme, globex) -> None:
+    put(acme, "alice", "/long.md", "\n\n".join(SECTIONS))
+    embed_all(acme)
+    before = passages(acme)
+    put(acme, "alice", "/long.md", "\n\n".join([SECTIONS[0], "## Part 1\nShorter now."]))
+    after = passages(acme)
+    *kept, last = after
+    assert [row.pk for row in after] == [row.pk for row in before[:len(after)]]
+    assert last.text == "## Part 1\nShorter now." and last.embedding is None
+    assert "shorter" in last.search and last.created_at > before[len(kept)].created_at
+    for row, old in zip(kept, before, strict=False):
+        assert row.text == old.text and list(row.embedding) == list(old.embedding)
+
+
+def test_a_vector_is_not_stored_over_text_rewritten_while_it_was_computed(acme, globex) -> None:
+    put(acme, "alice", "/a.md", "the first text")
+    stale = passages(acme)  # what an embedding task read before the next write
+    put(acme, "alice", "/a.md", "the second text")
+    with tenant_context(acme.tenant.id):
+        passages_embed(passages=stale, provider=get_provider())
+    (row,) = passages(acme)
+    assert row.pk == stale[0].pk and row.text == "the second text" and row.embedding is None
+    assert embed_all(acme) == 1
+
+
+def test_a_write_that_leaves_no_passage_without_a_vector_enqueues_nothing(
+    acme, globex, django_capture_on_commit_callbacks,
+) -> None:
+    put(acme, "alice", "/long.md", "\n\n".join(SECTIONS))
+    embed_all(acme)
+    with django_capture_on_commit_callbacks() as callbacks:
+        put(acme, "alice", "/long.md", "\n\n".join([*SECTIONS, SECTIONS[1]]))  # a vector reused
+    assert callbacks == []
+    with django_capture_on_commit_callbacks() as callbacks:
+        put(acme, "alice", "/long.md", "\n\n".join([*SECTIONS, "## New\nText."]))
+    assert len(callbacks) == 1
 
 
 def test_passages_that_move_keep_their_vectors_and_new_ones_get_none(acme, globex) -> None:
