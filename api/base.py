@@ -8,6 +8,7 @@ rolls the transaction back before DRF turns it into an error response.
 
 from __future__ import annotations
 
+import time
 from contextlib import ExitStack
 from typing import Any
 
@@ -58,6 +59,7 @@ class TenantAPIView(APIView):
         return super().handle_exception(exc)
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        self.started = time.perf_counter()  # for views that report Server-Timing
         try:
             return super().dispatch(request, *args, **kwargs)
         finally:

@@ -312,7 +312,7 @@ _TIMING = re.compile(r"(\w+);dur=([\d.]+)")
 
 def client_loop(base: str, work: list[Query], seconds: float, out: mp.Queue) -> None:
     """One keep-alive connection; each request carries its tenant's key."""
-    latencies, embeds, searches, errors = [], [], [], 0
+    latencies, embeds, searches, apps, errors = [], [], [], [], 0
     deadline = time.monotonic() + seconds
     i = 0
     with httpx.Client(base_url=base, timeout=30) as client:
@@ -331,7 +331,8 @@ def client_loop(base: str, work: list[Query], seconds: float, out: mp.Queue) -> 
             timing = dict(_TIMING.findall(response.headers.get("Server-Timing", "")))
             embeds.append(float(timing.get("embed", "nan")))
             searches.append(float(timing.get("search", "nan")))
-    out.put((latencies, embeds, searches, errors))
+            apps.append(float(timing.get("app", "nan")) - embeds[-1])
+    out.put((latencies, embeds, searches, apps, errors))
 
 
 def run_http(base: str, work: list[Query], clients: int, seconds: float) -> dict:
@@ -347,11 +348,12 @@ def run_http(base: str, work: list[Query], clients: int, seconds: float) -> dict
     results = [queue.get() for _ in procs]
     for proc in procs:
         proc.join()
-    merged: dict = {"latency": [], "embed": [], "search": [], "errors": 0}
-    for latencies, embeds, searches, errors in results:
+    merged: dict = {"latency": [], "embed": [], "search": [], "app": [], "errors": 0}
+    for latencies, embeds, searches, apps, errors in results:
         merged["latency"] += latencies
         merged["embed"] += embeds
         merged["search"] += searches
+        merged["app"] += apps
         merged["errors"] += errors
     merged["net"] = [t - e for t, e in zip(merged["latency"], merged["embed"], strict=True)]
     return merged
@@ -522,6 +524,7 @@ def main() -> None:
     print(summary("latency at the client", merged["latency"]))
     print(summary("  query embedding (Server-Timing)", merged["embed"]))
     print(summary("  database search (Server-Timing)", merged["search"]))
+    print(summary("server, without the embedding", merged["app"]))
     print(summary("latency without the embedding", merged["net"]))
     print(f"exactness: {equal}/{total} sampled queries rank like brute force (top 10); "
           f"largest |similarity - brute-force cosine| over HTTP: {worst:.5f}")

@@ -2,11 +2,13 @@
 
 Ranking is documented in memoryhub/selectors/recall.py. The response carries a
 ``Server-Timing`` header (``embed``: the provider call for the query; ``search``: the
-database), so a client can tell model time from search time.
+database; ``app``: the whole request in the view, authentication included, before the
+response is rendered), so a client can tell model time from search time.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -103,8 +105,9 @@ class RecallView(TenantAPIView):
         response = Response({
             "results": [_result(hit) for hit in recall.results], "context": recall.context,
         })
+        handled = time.perf_counter() - self.started
         response["Server-Timing"] = (
             f"embed;dur={recall.embed_seconds * 1000:.3f}, "
-            f"search;dur={recall.search_seconds * 1000:.3f}"
+            f"search;dur={recall.search_seconds * 1000:.3f}, app;dur={handled * 1000:.3f}"
         )
         return response
