@@ -7,7 +7,8 @@ Contract:
   any language), the document's version, and its end user, scope and scope key (recall
   filters on those with no join). Lexical recall finds the document as soon as the write
   commits. A passage whose text did not change keeps its vector, so an edit re-embeds only
-  what changed. On commit it enqueues ``memoryhub.tasks.embed_document``.
+  what changed. On commit it enqueues ``memoryhub.tasks.embed_document`` when some passage
+  is left without a vector of the current provider.
 - :func:`document_embed` (the task's service) gives vectors to the passages of one document
   version that lack one, or carry one from another provider. It does nothing when the
   document has moved on to a newer version (that write enqueued its own task) or is gone,
