@@ -14,33 +14,13 @@ import pytest
 from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Profile
 from tenants.context import tenant_context
 from tenants.services import api_key_create
+from tests.contract.api_client import DIRECTORY_HEADER, err, ok, tool
 
-HEADER = "Here're the files and directories up to 2 levels deep in {}, excluding hidden items:"
+HEADER = DIRECTORY_HEADER
 
 
 def memory_url(user_id: str) -> str:
     return f"/api/v1/users/{user_id}/memory"
-
-
-def tool(kit: Any, user_id: str = "alice", client: Any = None, **body: Any) -> tuple[str, bool]:
-    """Run one command; every outcome of a command is HTTP 200 ``{content, is_error}``."""
-    response = (client or kit.client).post(memory_url(user_id), body, format="json")
-    assert response.status_code == 200, response.content
-    data = response.json()
-    assert set(data) == {"content", "is_error"}
-    return data["content"], data["is_error"]
-
-
-def ok(kit: Any, user_id: str = "alice", **body: Any) -> str:
-    content, is_error = tool(kit, user_id, **body)
-    assert is_error is False, content
-    return content
-
-
-def err(kit: Any, user_id: str = "alice", **body: Any) -> str:
-    content, is_error = tool(kit, user_id, **body)
-    assert is_error is True, content
-    return content
 
 
 def documents(kit: Any, user_id: str = "alice") -> list[tuple[str, str, str, str]]:

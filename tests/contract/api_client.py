@@ -26,9 +26,11 @@ def anonymous() -> APIClient:
     return APIClient()
 
 
-def tool(kit: Any, user_id: str = "alice", **body: Any) -> tuple[str, bool]:
-    """One memory tool command: every outcome is HTTP 200 ``{"content", "is_error"}``."""
-    response = kit.client.post(f"{BASE}/users/{user_id}/memory", body, format="json")
+def tool(kit: Any, user_id: str = "alice", client: APIClient | None = None,
+         **body: Any) -> tuple[str, bool]:
+    """One memory tool command: every outcome is HTTP 200 ``{"content", "is_error"}``.
+    ``client``: another key's client (default: the kit's)."""
+    response = (client or kit.client).post(f"{BASE}/users/{user_id}/memory", body, format="json")
     assert response.status_code == 200, response.content
     data = response.json()
     assert set(data) == {"content", "is_error"}, data
