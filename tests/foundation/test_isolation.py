@@ -129,3 +129,26 @@ def test_cannot_switch_tenant_inside_another(acme, globex) -> None:
     with tenant_context(acme.tenant.id), pytest.raises(RuntimeError):
         with tenant_context(globex.tenant.id):
             pass
+
+
+def test_a_prepared_statement_sees_only_the_tenant_of_each_execution(acme, globex) -> None:
+    """Statements are prepared per connection (settings.py), and a cached generic plan must
+    still apply the row policy with the tenant of the transaction that runs it."""
+    seed(acme)
+    seed(globex, "bob")
+    sql = "SELECT user_id FROM memoryhub_enduser WHERE user_id = ANY(%s)"
+    seen = []
+    for kit in (acme, globex) * 6:  # past psycopg's threshold, then past PostgreSQL's 5 custom plans
+        with tenant_context(kit.tenant.id), connection.cursor() as cursor:
+            cursor.execute(sql, [["alice", "bob"]])
+            seen.append([row[0] for row in cursor.fetchall()])
+    assert connection.connection.prepare_threshold is not None
+    prepared = {row[0] for row in _prepared_statements()}
+    assert sql.replace("%s", "$1") in prepared, "never prepared, so this test would prove nothing"
+    assert seen == [["alice"], ["bob"]] * 4
+
+
+def _prepared_statements() -> list[tuple[str]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return cursor.fetchall()
