@@ -145,7 +145,7 @@ def test_a_prepared_statement_sees_only_the_tenant_of_each_execution(acme, globe
     assert connection.connection.prepare_threshold is not None
     prepared = {row[0] for row in _prepared_statements()}
     assert sql.replace("%s", "$1") in prepared, "never prepared, so this test would prove nothing"
-    assert seen == [["alice"], ["bob"]] * 4
+    assert seen == [["alice"], ["bob"]] * 6
 
 
 def _prepared_statements() -> list[tuple[str]]:
