@@ -25,7 +25,15 @@ from urllib.parse import urlencode
 
 import httpx
 
-from deploy.benchserver import bench_env, create_tenant, gunicorn, manage, percentile, purge_queue
+from deploy.benchserver import (
+    bench_env,
+    create_tenant,
+    gunicorn,
+    machine_speed,
+    manage,
+    percentile,
+    purge_queue,
+)
 
 OPS = {  # operation -> weight in the mix
     "index": 30,
@@ -153,6 +161,7 @@ def main() -> None:
     env = bench_env("bench_api")
     manage(env, "migrate", "--no-input")
     key = create_tenant(env, f"bench-{int(time.time())}")
+    print(machine_speed(env), flush=True)
     with gunicorn(env, workers=args.workers, threads=args.threads) as base:
         print(f"seeding {args.users} users x 5 documents ...", flush=True)
         seed(base, key, args.users, 5)

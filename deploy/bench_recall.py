@@ -12,14 +12,18 @@
    binary COPY as the owner role, tenant by tenant (RLS stays forced: each COPY sets
    ``app.tenant_id``), with the full-text vector computed by PostgreSQL on insert.
 2. Starts gunicorn (DEBUG off, psycopg pool) and sends recall requests from several client
-   processes for ``--seconds``: latency percentiles and requests/s at the client, and, from
-   each response's ``Server-Timing``, the query's embedding time and the database time, so
-   that the embedding can be told apart.
+   processes for ``--seconds``, twice: saturated (back to back: the throughput, and latency
+   that is mostly queueing for the two cores), then steady (together at ``--rate``, by
+   default half the saturated throughput: latency under load with CPU to spare). Each phase
+   prints latency percentiles and requests/s at the client, and, from each response's
+   ``Server-Timing``, the query's embedding time, the database time and the whole request
+   in the server, so that the embedding can be told apart.
 3. Checks exactness on a sample: the vector ranking of the server's search equals brute
    force in numpy over every visible passage (float16 vectors, same formula), and each
    HTTP result's ``similarity`` equals the brute-force cosine.
 
     python -m deploy.bench_recall [--n 100000] [--seconds 20] [--clients 4] [--fresh] [--unlimited]
+        [--rate R | --rate-share 0.5]
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import numpy as np
 
-from deploy.benchserver import bench_env, gunicorn, manage, percentile
+from deploy.benchserver import bench_env, gunicorn, machine_speed, manage, percentile
 
 DB_NAME = "bench_recall"
 TENANTS = 1_000
@@ -310,16 +314,29 @@ def queries(layout: Plan, keys: dict[int, str], count: int, seed: int = 3) -> li
 _TIMING = re.compile(r"(\w+);dur=([\d.]+)")
 
 
-def client_loop(base: str, work: list[Query], seconds: float, out: mp.Queue) -> None:
-    """One keep-alive connection; each request carries its tenant's key."""
+def client_loop(
+    base: str, work: list[Query], seconds: float, out: mp.Queue, interval: float | None = None,
+) -> None:
+    """One keep-alive connection; each request carries its tenant's key.
+
+    With ``interval``, requests are sent on a fixed schedule instead of back to back, and
+    each latency counts from its scheduled time, so a slow answer that delays the next
+    request is not hidden (coordinated omission).
+    """
     latencies, embeds, searches, apps, errors = [], [], [], [], 0
     deadline = time.monotonic() + seconds
     i = 0
+    scheduled = time.perf_counter()
     with httpx.Client(base_url=base, timeout=30) as client:
         while time.monotonic() < deadline:
             query = work[i % len(work)]
             i += 1
-            started = time.perf_counter()
+            if interval is not None:
+                scheduled += interval
+                time.sleep(max(0.0, scheduled - time.perf_counter()))
+                started = scheduled
+            else:
+                started = time.perf_counter()
             try:
                 response = client.post(f"/api/v1/users/{query.user_id}/recall", json=query.body,
                                        headers={"Authorization": f"Bearer {query.key}"})
@@ -335,13 +352,20 @@ def client_loop(base: str, work: list[Query], seconds: float, out: mp.Queue) -> 
     out.put((latencies, embeds, searches, apps, errors))
 
 
-def run_http(base: str, work: list[Query], clients: int, seconds: float) -> dict:
+def warm_up(base: str, work: list[Query]) -> None:
     with httpx.Client(base_url=base, timeout=30) as warm:  # provider caches, pool, plans
         for query in work[:100]:
             warm.post(f"/api/v1/users/{query.user_id}/recall", json=query.body,
                       headers={"Authorization": f"Bearer {query.key}"})
+
+
+def run_http(
+    base: str, work: list[Query], clients: int, seconds: float, rate: float | None = None,
+) -> dict:
+    """``clients`` processes for ``seconds``: back to back, or together at ``rate`` requests/s."""
+    interval = clients / rate if rate else None
     queue: mp.Queue = mp.Queue()
-    procs = [mp.Process(target=client_loop, args=(base, work[i::clients], seconds, queue))
+    procs = [mp.Process(target=client_loop, args=(base, work[i::clients], seconds, queue, interval))
              for i in range(clients)]
     for proc in procs:
         proc.start()
@@ -357,6 +381,17 @@ def run_http(base: str, work: list[Query], clients: int, seconds: float) -> dict
         merged["errors"] += errors
     merged["net"] = [t - e for t, e in zip(merged["latency"], merged["embed"], strict=True)]
     return merged
+
+
+def report(merged: dict, seconds: float) -> None:
+    requests = len(merged["latency"])
+    print(f"{requests:,} requests in {seconds:.0f} s: {requests / seconds:,.1f} "
+          f"requests/s, {merged['errors']} errors")
+    print(summary("latency at the client", merged["latency"]))
+    print(summary("  query embedding (Server-Timing)", merged["embed"]))
+    print(summary("  database search (Server-Timing)", merged["search"]))
+    print(summary("server, without the embedding", merged["app"]))
+    print(summary("latency without the embedding", merged["net"]))
 
 
 # --- exactness -----------------------------------------------------------------------------
@@ -486,6 +521,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--exactness-sample", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=0,
+                        help="requests/s of the steady phase (default: --rate-share of saturation)")
+    parser.add_argument("--rate-share", type=float, default=0.5,
+                        help="the steady phase's rate as a share of the saturated throughput")
     parser.add_argument("--fresh", action="store_true", help="drop and reload the database")
     parser.add_argument("--unlimited", action="store_true",
                         help="no cap per user: as if every tenant had switched max_scope_bytes off")
@@ -507,25 +546,23 @@ def main() -> None:
     print(f"{TENANTS:,} tenants, {END_USERS:,} end users; memories per user: median "
           f"{int(np.median(counts))}, p99 {int(np.percentile(counts, 99))}, max {int(counts.max())}")
 
+    print(machine_speed(env), flush=True)
     needed = {int(layout.tenant_of_user[u]) for u in range(END_USERS) if counts[u] > 0}
     keys = api_keys(tenant_ids, needed)
     work = queries(layout, keys, 4_000)
     sample = work[: args.exactness_sample]
     with gunicorn(env, workers=args.workers, threads=args.threads) as base:
-        print(f"recall: {args.clients} clients for {args.seconds:.0f} s against gunicorn "
-              f"{args.workers} workers x {args.threads} threads", flush=True)
-        merged = run_http(base, work, args.clients, args.seconds)
-        print("checking exactness against brute force ...", flush=True)
+        warm_up(base, work)
+        print(f"\nsaturated: {args.clients} clients back to back for {args.seconds:.0f} s "
+              f"against gunicorn {args.workers} workers x {args.threads} threads", flush=True)
+        saturated = run_http(base, work, args.clients, args.seconds)
+        report(saturated, args.seconds)
+        rate = args.rate or round(args.rate_share * len(saturated["latency"]) / args.seconds)
+        print(f"\nsteady: {args.clients} clients sending {rate:,.0f} requests/s together "
+              f"for {args.seconds:.0f} s (latency from each request's scheduled time)", flush=True)
+        report(run_http(base, work, args.clients, args.seconds, rate=rate), args.seconds)
+        print("\nchecking exactness against brute force ...", flush=True)
         equal, total, worst = check_exactness(base, sample, layout)
-
-    requests = len(merged["latency"])
-    print(f"\n{requests:,} requests in {args.seconds:.0f} s: {requests / args.seconds:,.1f} "
-          f"requests/s, {merged['errors']} errors")
-    print(summary("latency at the client", merged["latency"]))
-    print(summary("  query embedding (Server-Timing)", merged["embed"]))
-    print(summary("  database search (Server-Timing)", merged["search"]))
-    print(summary("server, without the embedding", merged["app"]))
-    print(summary("latency without the embedding", merged["net"]))
     print(f"exactness: {equal}/{total} sampled queries rank like brute force (top 10); "
           f"largest |similarity - brute-force cosine| over HTTP: {worst:.5f}")
 

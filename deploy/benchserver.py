@@ -96,3 +96,35 @@ def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[index]
+
+
+def machine_speed(env: dict[str, str]) -> str:
+    """How fast this machine is, for comparing figures taken on different machines.
+
+    Shared machines differ by 2x or more in single-core speed, and latencies scale with it:
+    the time of a fixed pure-Python loop, and of a ``SELECT 1`` round trip to the database.
+    """
+    import psycopg
+
+    started = time.perf_counter()
+    total = 0
+    for i in range(2_000_000):
+        total += i
+    python_ms = (time.perf_counter() - started) * 1000
+    settings = json.loads(manage(env, "shell", "-c", _DB_PARAMS).strip().splitlines()[-1])
+    with psycopg.connect(**settings, autocommit=True) as conn:
+        for _ in range(100):
+            conn.execute("SELECT 1")
+        rounds = 1000
+        started = time.perf_counter()
+        for _ in range(rounds):
+            conn.execute("SELECT 1")
+        round_trip_ms = (time.perf_counter() - started) * 1000 / rounds
+    return (f"machine: 2M-step Python loop {python_ms:.0f} ms, "
+            f"database round trip (SELECT 1) {round_trip_ms:.3f} ms")
+
+
+_DB_PARAMS = (
+    "import json; from django.db import connection as c; p = c.get_connection_params(); "
+    "print(json.dumps({k: p[k] for k in ('dbname', 'user', 'host', 'port') if p.get(k)}))"
+)
