@@ -3,6 +3,7 @@ instances from hand-written SQL on the hottest paths."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cache
 from typing import Any, TypeVar
@@ -74,3 +75,12 @@ def model_from_row(model: type[M], values: Sequence[Any]) -> M:
 def halfvec_literal(vector: Sequence[float]) -> str:
     """A vector as pgvector's text form, for a ``%s::halfvec`` parameter."""
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+_SQL_COMMENT = re.compile(r"--[^\n]*")
+
+
+def compact_sql(sql: str) -> str:
+    """``sql`` without ``--`` comments and runs of whitespace, for statements written readably
+    in the source. Only for SQL whose string literals hold neither."""
+    return " ".join(_SQL_COMMENT.sub("", sql).split())

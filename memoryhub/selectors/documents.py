@@ -141,13 +141,26 @@ def enduser_find(*, user_id: str, for_update: bool = False) -> EndUser | None:
     return model_from_row(EndUser, row) if row is not None else None
 
 
+# Asked by every memory call and recall that names a profile.
+_PROFILE_DISABLED = (
+    f"SELECT EXISTS (SELECT FROM {Profile._meta.db_table} "  # noqa: S608 - no input
+    'WHERE "tenant_id" = %s AND "name" = %s AND "disabled")'
+)
+
+
+def profile_disabled(profile: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(_PROFILE_DISABLED, [current_tenant_id(), profile])
+        return cursor.fetchone()[0]
+
+
 def memory_disabled_reason(
     *, tenant: Tenant, end_user: EndUser | None, profile: str | None
 ) -> str | None:
     """Why memory is off (``"for this app"``, ``"for this profile"``, ``"by the user"``), or None."""
     if not tenant.memory_enabled:
         return "for this app"
-    if profile and Profile.objects.filter(name=profile, disabled=True).exists():
+    if profile and profile_disabled(profile):
         return "for this profile"
     if end_user is not None and not end_user.memory_enabled:
         return "by the user"

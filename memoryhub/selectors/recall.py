@@ -68,10 +68,11 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 
 from django.db import connection
 
-from memoryhub.db import halfvec_literal
+from memoryhub.db import compact_sql, halfvec_literal
 from memoryhub.services.passages import SEARCH_CONFIG
 
 _WORD = re.compile(r"\w+")
@@ -264,20 +265,27 @@ def recall_search(
         # The cut rests on score <= relevance <= relevance after fuzzy matching.
         "prune": ranking.recency_weight >= 0 and ranking.lexical_weight >= 0,
     }
-    vector = _VECTOR_SIMILARITY if query_vector is not None else "NULL::float8"
     if query_vector is not None:
         params["qvec"] = halfvec_literal(query_vector)
-    sql = _RANK.format(
-        config=SEARCH_CONFIG, visible=_VISIBLE, vector=vector, score=_SCORE,
-        exact=_EXACT_SHARE if terms else "0::float8",
-        fuzzy=_FUZZY_SHARE if terms else "0::float8",
-        threshold="r.score >= %(threshold)s" if threshold is not None else "true",
-    )
+    sql = _statement(query_vector is not None, bool(terms), threshold is not None)
     with connection.cursor() as cursor:
         cursor.execute(_SESSION)
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [_hit(row) for row in rows]
+
+
+@cache
+def _statement(vector: bool, terms: bool, threshold: bool) -> str:
+    """The statement for a query with or without a vector, terms and a threshold, compacted
+    to fit psycopg's cache of parsed statements (4,096 characters)."""
+    return compact_sql(_RANK.format(
+        config=SEARCH_CONFIG, visible=_VISIBLE, score=_SCORE,
+        vector=_VECTOR_SIMILARITY if vector else "NULL::float8",
+        exact=_EXACT_SHARE if terms else "0::float8",
+        fuzzy=_FUZZY_SHARE if terms else "0::float8",
+        threshold="r.score >= %(threshold)s" if threshold else "true",
+    ))
 
 
 def _hit(row: tuple) -> RecallHit:
