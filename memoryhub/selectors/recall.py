@@ -239,12 +239,12 @@ ORDER BY r.score DESC, r.updated_at DESC, r.document_id
 # The search runs in the request's transaction; these last until it ends. Plain index scans
 # are off: the planner underestimates how many passages one person has (the scope OR), and
 # fetching thousands of them one index entry at a time takes twice a bitmap scan's time.
-# The statement is prepared like every other (settings.py), but its best plan depends on how
-# many passages this person has, so it is planned again for each call's values.
+# The statement is prepared like every other (settings.py) and PostgreSQL soon settles on a
+# generic plan: measured on the 1M benchmark, that saves the 1.5 ms of planning at the median
+# and costs nothing at p95 (the plan's shape does not depend on the person's size here).
 _SESSION = (
     "SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true), "
-    "set_config('enable_indexscan', 'off', true), "
-    "set_config('plan_cache_mode', 'force_custom_plan', true)"
+    "set_config('enable_indexscan', 'off', true)"
 )
 _HEAD_PER_RESULT = 4
 
