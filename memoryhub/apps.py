@@ -6,3 +6,8 @@ class MemoryHubConfig(AppConfig):
     label = "memoryhub"
     verbose_name = "Memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from memoryhub.db import register_adapters
+
+        register_adapters()

@@ -4,12 +4,17 @@ instances from hand-written SQL on the hottest paths."""
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Sequence
 from functools import cache
 from typing import Any, TypeVar
 
+import numpy as np
+import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
 
 M = TypeVar("M", bound=Model)
 
@@ -70,6 +75,36 @@ def model_from_row(model: type[M], values: Sequence[Any]) -> M:
     for index, converter in converters:
         row[index] = converter(row[index], None, connection)
     return model.from_db(DEFAULT_DB_ALIAS, attnames, row)
+
+
+class HalfVec:
+    """A vector for a ``%s::halfvec`` parameter, sent in pgvector's binary format.
+
+    The text form costs 0.1-0.2 ms of formatting for 384 dimensions, on every recall; this
+    costs a few microseconds. The dumper (registered by :func:`register_adapters`) names no
+    type, so PostgreSQL takes the parameter's type from the ``::halfvec`` cast, then reads
+    the bytes with halfvec's own binary input (dimensions, a reserved zero, big-endian
+    float16 values).
+    """
+
+    __slots__ = ("payload",)
+
+    def __init__(self, vector: Sequence[float]) -> None:
+        values = np.asarray(vector, dtype=">f2")
+        self.payload = struct.pack(">HH", len(values), 0) + values.tobytes()
+
+
+class _HalfVecDumper(Dumper):
+    format = Format.BINARY
+
+    def dump(self, obj: HalfVec) -> bytes:
+        return obj.payload
+
+
+def register_adapters() -> None:
+    """Register our dumpers with psycopg, before Django makes its first connection (which
+    copies psycopg's adapters)."""
+    psycopg.adapters.register_dumper(HalfVec, _HalfVecDumper)
 
 
 def halfvec_literal(vector: Sequence[float]) -> str:

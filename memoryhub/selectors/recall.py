@@ -72,7 +72,7 @@ from functools import cache
 
 from django.db import connection
 
-from memoryhub.db import compact_sql, halfvec_literal
+from memoryhub.db import HalfVec, compact_sql
 from memoryhub.services.passages import SEARCH_CONFIG
 
 _WORD = re.compile(r"\w+")
@@ -266,7 +266,7 @@ def recall_search(
         "prune": ranking.recency_weight >= 0 and ranking.lexical_weight >= 0,
     }
     if query_vector is not None:
-        params["qvec"] = halfvec_literal(query_vector)
+        params["qvec"] = HalfVec(query_vector)
     sql = _statement(query_vector is not None, bool(terms), threshold is not None)
     with connection.cursor() as cursor:
         cursor.execute(_SESSION)

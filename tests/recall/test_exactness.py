@@ -11,6 +11,7 @@ from django.contrib.postgres.search import SearchVector
 from django.db import connection
 from django.utils import timezone
 
+from memoryhub.db import HalfVec, halfvec_literal
 from memoryhub.embeddings import get_provider
 from memoryhub.models import EndUser, MemoryDocument, Passage
 from memoryhub.selectors.recall import Ranking, Visibility, recall_search
@@ -217,3 +218,15 @@ def test_pruned_search_equals_brute_force_with_words(acme, globex, seed_value: i
         assert [h.document_id for h in hits] == [pk for pk, _ in expected], terms
         assert [h.score for h in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
         assert expected, "the case must return something to compare"
+
+
+@pytest.mark.django_db
+def test_a_query_vector_sent_in_binary_reads_back_as_its_text_form() -> None:
+    """``HalfVec`` (pgvector's binary input) and the text literal give PostgreSQL one vector."""
+    vector = unit(np.random.default_rng(11), 1)[0].tolist()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::halfvec::text, %s::halfvec::text",
+                       [HalfVec(vector), halfvec_literal(vector)])
+        binary, text = cursor.fetchone()
+    assert binary == text
+    assert len(binary.strip("[]").split(",")) == DIM
