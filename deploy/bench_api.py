@@ -1,7 +1,7 @@
 """``make bench``: a mixed agent workload over HTTP against gunicorn; prints rps and latencies.
 
 Concurrent client processes (keep-alive connections renewed every RECONNECT_EVERY requests,
-stdlib http.client to keep the client's own CPU small) run for a fixed time against a
+a bare-socket HTTP/1.1 client to keep the client's own CPU small) run for a fixed time against a
 production-style server (gunicorn, psycopg pool, DEBUG off, Redis broker) on a benchmark
 database. No Celery worker runs: the embedding work a write enqueues is a separate service's
 CPU in production.
@@ -15,10 +15,10 @@ own overhead on the same two cores: the server-side figures are lower.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import multiprocessing as mp
 import random
+import socket
 import time
 from collections import defaultdict
 from urllib.parse import urlencode
@@ -65,22 +65,59 @@ RECONNECT_EVERY = 50
 
 
 class Client:
-    """A keep-alive JSON client on http.client: a fraction of httpx's CPU per request."""
+    """A keep-alive JSON client on a bare socket: the load generator shares the server's two
+    cores, so its CPU per request is kept to a fraction of http.client's (it sends prebuilt
+    bytes and reads only the status line and Content-Length, which every response carries)."""
 
     def __init__(self, base: str, key: str) -> None:
         host, port = base.removeprefix("http://").split(":")
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=30)
-        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        self.address = (host, int(port))
+        self.head = (f"Host: {host}:{port}\r\nAuthorization: Bearer {key}\r\n"
+                     "Content-Type: application/json\r\n").encode()
+        self.sock: socket.socket | None = None
+        self.buffer = b""
         self.sent = 0
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+        self.sock, self.buffer = None, b""
 
     def request(self, method: str, url: str, body: dict | None = None) -> tuple[int, bytes]:
         self.sent += 1
         if self.sent % RECONNECT_EVERY == 0:
-            self.conn.close()  # the next request connects again (http.client's auto_open)
-        payload = json.dumps(body).encode() if body is not None else None
-        self.conn.request(method, url, body=payload, headers=self.headers)
-        response = self.conn.getresponse()
-        return response.status, response.read()
+            self.close()
+        if self.sock is None:
+            self.sock = socket.create_connection(self.address, timeout=30)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        payload = json.dumps(body).encode() if body is not None else b""
+        self.sock.sendall(b"%s %s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s" % (
+            method.encode(), url.encode(), self.head, len(payload), payload))
+        return self._response()
+
+    def _response(self) -> tuple[int, bytes]:
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        head, _, rest = self.buffer.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split(b" ", 2)[1])
+        length = next((int(line.split(b":", 1)[1]) for line in lines[1:]
+                       if line[:15].lower() == b"content-length:"), None)
+        if length is None:
+            raise RuntimeError(f"a response without Content-Length: {head[:200]!r}")
+        while len(rest) < length:
+            rest += self._more()
+        self.buffer = rest[length:]
+        return status, rest[:length]
+
+    def _fill(self) -> None:
+        self.buffer += self._more()
+
+    def _more(self) -> bytes:
+        data = self.sock.recv(65536)  # type: ignore[union-attr]
+        if not data:
+            raise ConnectionError("the server closed the connection")
+        return data
 
     def get(self, url: str, params: dict | None = None) -> tuple[int, bytes]:
         return self.request("GET", url + ("?" + urlencode(params) if params else ""))
@@ -135,6 +172,7 @@ def client_loop(base: str, key: str, users: list[int], seconds: float, seed_: in
     tag = f"c{seed_}"
     lines: dict = {}
     client = Client(base, key)
+    cpu_started = time.process_time()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         op = rng.choices(names, weights)[0]
@@ -143,10 +181,11 @@ def client_loop(base: str, key: str, users: list[int], seconds: float, seed_: in
             one_request(client, op, rng.choice(users), rng, tag, lines)
         except Exception:  # noqa: BLE001 - counted and reported
             errors[op] += 1
-            client = Client(base, key)  # the connection may be broken
+            client.close()  # the connection may be broken
+            client = Client(base, key)
             continue
         latencies[op].append((time.perf_counter() - started) * 1000)
-    out.put((dict(latencies), dict(errors)))
+    out.put((dict(latencies), dict(errors), time.process_time() - cpu_started))
 
 
 def main() -> None:
@@ -182,7 +221,7 @@ def main() -> None:
 
     merged: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
-    for latencies, errs in results:
+    for latencies, errs, _ in results:
         for op, values in latencies.items():
             merged[op].extend(values)
         for op, count in errs.items():
@@ -199,6 +238,8 @@ def main() -> None:
     print(f"writes p50 {percentile(writes, 50):.2f} ms  p99 {percentile(writes, 99):.2f} ms")
     print(f"mixed throughput: {total / args.seconds:.0f} requests/s "
           f"({total} requests, {sum(errors.values())} errors)")
+    client_cpu = sum(cpu for _, _, cpu in results)
+    print(f"the load generator's own CPU: {client_cpu * 1000 / max(total, 1):.3f} ms per request")
 
 
 if __name__ == "__main__":
