@@ -101,9 +101,17 @@ class _HalfVecDumper(Dumper):
         return obj.payload
 
 
+class _HalfVecTextDumper(Dumper):
+    """The text form, for what only text can show: Django's query log (psycopg's mogrify)."""
+
+    def dump(self, obj: HalfVec) -> bytes:
+        return halfvec_literal(np.frombuffer(obj.payload[4:], dtype=">f2").tolist()).encode()
+
+
 def register_adapters() -> None:
     """Register our dumpers with psycopg, before Django makes its first connection (which
-    copies psycopg's adapters)."""
+    copies psycopg's adapters). The binary dumper comes last, so ``%s`` picks it."""
+    psycopg.adapters.register_dumper(HalfVec, _HalfVecTextDumper)
     psycopg.adapters.register_dumper(HalfVec, _HalfVecDumper)
 
 

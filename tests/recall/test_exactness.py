@@ -10,6 +10,9 @@ import pytest
 from django.contrib.postgres.search import SearchVector
 from django.db import connection
 from django.utils import timezone
+from psycopg import ClientCursor
+from psycopg.adapt import PyFormat
+from psycopg.pq import Format
 
 from memoryhub.db import HalfVec, halfvec_literal
 from memoryhub.embeddings import get_provider
@@ -230,3 +233,10 @@ def test_a_query_vector_sent_in_binary_reads_back_as_its_text_form() -> None:
         binary, text = cursor.fetchone()
     assert binary == text
     assert len(binary.strip("[]").split(",")) == DIM
+    connection.ensure_connection()  # the text form, for Django's query log (client-side mogrify)
+    with ClientCursor(connection.connection) as client_side:
+        logged = client_side.mogrify("SELECT %s::halfvec::text", [HalfVec(vector)])
+        client_side.execute(logged)
+        assert client_side.fetchone()[0] == binary
+    # and a plain %s placeholder sends the binary form
+    assert connection.connection.adapters.get_dumper(HalfVec, PyFormat.AUTO).format == Format.BINARY
