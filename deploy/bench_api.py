@@ -9,7 +9,8 @@ Each client plays agents for several end users: index, view, create, str_replace
 documents GET. Latencies are measured at the client, so they include HTTP and the client's
 own overhead on the same two cores: the server-side figures are lower.
 
-    python -m deploy.bench_api [--seconds 20] [--clients 4] [--users 40] [--workers 2] [--threads 2]
+    python -m deploy.bench_api [--seconds 20] [--rounds 3] [--clients 4] [--users 40] [--workers 2]
+        [--threads 2]
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import multiprocessing as mp
 import random
 import socket
+import statistics
 import time
 from collections import defaultdict
 from urllib.parse import urlencode
@@ -45,10 +47,10 @@ OPS = {  # operation -> weight in the mix
 READS = {"index", "view", "documents_get"}
 
 
-def seed(base: str, key: str, users: int, docs_per_user: int) -> None:
+def seed(base: str, key: str, users: list[int], docs_per_user: int) -> None:
     headers = {"Authorization": f"Bearer {key}"}
     with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
-        for u in range(users):
+        for u in users:
             for d in range(docs_per_user):
                 body = {"command": "create", "path": f"/memories/notes/n{d}.md",
                         "file_text": "".join(f"line {i} counter=0\n" for i in range(20)),
@@ -195,30 +197,48 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of --seconds each; the figures vary by about 10%% between runs")
     args = parser.parse_args()
 
     env = bench_env("bench_api")
     manage(env, "migrate", "--no-input")
     key = create_tenant(env, f"bench-{int(time.time())}")
     print(machine_speed(env), flush=True)
+    headlines = []
     with gunicorn(env, workers=args.workers, threads=args.threads) as base:
-        print(f"seeding {args.users} users x 5 documents ...", flush=True)
-        seed(base, key, args.users, 5)
-        print(f"running {args.clients} clients for {args.seconds:.0f} s against {base} "
-              f"(gunicorn {args.workers} workers x {args.threads} threads)", flush=True)
-        queue: mp.Queue = mp.Queue()
-        users = list(range(args.users))
-        procs = [
-            mp.Process(target=client_loop, args=(base, key, users[i::args.clients], args.seconds, i, queue))
-            for i in range(args.clients)
-        ]
-        for proc in procs:
-            proc.start()
-        results = [queue.get() for _ in procs]
-        for proc in procs:
-            proc.join()
+        for round_ in range(args.rounds):
+            # Each round has end users of its own: the clients know every line of theirs.
+            users = list(range(round_ * args.users, (round_ + 1) * args.users))
+            print(f"\nround {round_ + 1} of {args.rounds}: seeding {args.users} users x 5 "
+                  f"documents, then {args.clients} clients for {args.seconds:.0f} s against {base} "
+                  f"(gunicorn {args.workers} workers x {args.threads} threads)", flush=True)
+            seed(base, key, users, 5)
+            results = run_round(base, key, users, args.clients, args.seconds, seed_=round_ * 100)
+            headlines.append(report(results, args.seconds))
     purge_queue(env)
+    if args.rounds > 1:
+        print(f"\nmedian of {args.rounds} rounds: reads p50 {_median(headlines, 0):.2f} ms, "
+              f"p99 {_median(headlines, 1):.2f} ms; writes p50 {_median(headlines, 2):.2f} ms, "
+              f"p99 {_median(headlines, 3):.2f} ms; {_median(headlines, 4):.0f} requests/s")
 
+
+def run_round(base: str, key: str, users: list[int], clients: int, seconds: float, seed_: int) -> list:
+    queue: mp.Queue = mp.Queue()
+    procs = [
+        mp.Process(target=client_loop, args=(base, key, users[i::clients], seconds, seed_ + i, queue))
+        for i in range(clients)
+    ]
+    for proc in procs:
+        proc.start()
+    results = [queue.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    return results
+
+
+def report(results: list, seconds: float) -> tuple[float, float, float, float, float]:
+    """Print one round's figures; returns (reads p50, reads p99, writes p50, writes p99, rps)."""
     merged: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
     for latencies, errs, _ in results:
@@ -227,19 +247,26 @@ def main() -> None:
         for op, count in errs.items():
             errors[op] += count
     total = sum(len(v) for v in merged.values())
-    print(f"\n{'operation':<14}{'requests':>10}{'errors':>8}{'p50 ms':>10}{'p99 ms':>10}")
+    print(f"{'operation':<14}{'requests':>10}{'errors':>8}{'p50 ms':>10}{'p99 ms':>10}")
     for op in OPS:
         values = merged.get(op, [])
         print(f"{op:<14}{len(values):>10}{errors.get(op, 0):>8}"
               f"{percentile(values, 50):>10.2f}{percentile(values, 99):>10.2f}")
     reads = [v for op in READS for v in merged.get(op, [])]
     writes = [v for op in OPS if op not in READS for v in merged.get(op, [])]
-    print(f"\nreads  p50 {percentile(reads, 50):.2f} ms  p99 {percentile(reads, 99):.2f} ms")
-    print(f"writes p50 {percentile(writes, 50):.2f} ms  p99 {percentile(writes, 99):.2f} ms")
-    print(f"mixed throughput: {total / args.seconds:.0f} requests/s "
+    headline = (percentile(reads, 50), percentile(reads, 99), percentile(writes, 50),
+                percentile(writes, 99), total / seconds)
+    print(f"reads  p50 {headline[0]:.2f} ms  p99 {headline[1]:.2f} ms")
+    print(f"writes p50 {headline[2]:.2f} ms  p99 {headline[3]:.2f} ms")
+    print(f"mixed throughput: {headline[4]:.0f} requests/s "
           f"({total} requests, {sum(errors.values())} errors)")
     client_cpu = sum(cpu for _, _, cpu in results)
     print(f"the load generator's own CPU: {client_cpu * 1000 / max(total, 1):.3f} ms per request")
+    return headline
+
+
+def _median(headlines: list[tuple[float, ...]], column: int) -> float:
+    return statistics.median(h[column] for h in headlines)
 
 
 if __name__ == "__main__":
