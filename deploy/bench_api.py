@@ -110,7 +110,10 @@ class Client:
         while len(rest) < length:
             rest += self._more()
         self.buffer = rest[length:]
-        return status, rest[:length]
+        body = rest[:length]
+        if any(line.lower() == b"connection: close" for line in lines[1:]):
+            self.close()  # gunicorn's sync workers answer one request per connection
+        return status, body
 
     def _fill(self) -> None:
         self.buffer += self._more()
