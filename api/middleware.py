@@ -1,16 +1,66 @@
-"""Refuse API bodies over 1 MiB with 413 before reading them (spec: Conventions)."""
+"""Middleware of the agent API: its own short chain, and the 1 MiB body limit.
+
+``ApiRouterMiddleware`` comes first in ``settings.MIDDLEWARE``. It hands every ``/api/v1/``
+request to a handler built from ``settings.API_MIDDLEWARE`` instead of passing it down the
+web chain. Agents send a Bearer key, never cookies: sessions, CSRF, accounts, messages, htmx,
+the portal fence and the pages' Content-Security-Policy have nothing to do for them, and the
+web chain cost about 0.1 ms of CPU per API request (7% of a ``view``). The API chain keeps the
+security headers (SecurityMiddleware, X-Frame-Options), Content-Length (CommonMiddleware) and
+the body limit. Every test client and server goes through this router, so the tests exercise
+the same chain as production.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from django.conf import settings
+from django.core.handlers.base import BaseHandler
+from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.module_loading import import_string
 
 from api.errors import TOO_LARGE_MESSAGE, error_body
 
+API_PREFIX = "/api/v1/"
+
+
+class ApiHandler(BaseHandler):
+    """Django's request handling (URL resolution, the view, exception responses) behind the
+    chain of ``settings.API_MIDDLEWARE``, which holds synchronous middleware only."""
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        self._view_middleware = []
+        self._template_response_middleware = []
+        self._exception_middleware = []
+        handler = convert_exception_to_response(self._get_response)
+        for path in reversed(settings.API_MIDDLEWARE):
+            middleware = import_string(path)(handler)
+            if hasattr(middleware, "process_view"):
+                self._view_middleware.insert(0, middleware.process_view)
+            if hasattr(middleware, "process_template_response"):
+                self._template_response_middleware.append(middleware.process_template_response)
+            if hasattr(middleware, "process_exception"):
+                self._exception_middleware.append(middleware.process_exception)
+            handler = convert_exception_to_response(middleware)
+        self._middleware_chain = handler
+
+
+class ApiRouterMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.api = ApiHandler()
+        self.api.load_middleware()
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info.startswith(API_PREFIX):
+            return self.api.get_response(request)
+        return self.get_response(request)
+
 
 class ApiBodyLimitMiddleware:
+    """Refuse API bodies over 1 MiB with 413 before reading them (spec: Conventions)."""
+
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 

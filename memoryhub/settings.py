@@ -78,6 +78,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /api/v1/ takes API_MIDDLEWARE instead of the rest of this list (see api/middleware.py).
+    "api.middleware.ApiRouterMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "api.middleware.ApiBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -92,6 +94,13 @@ MIDDLEWARE = [
     # A portal session (one end user's page, no account) gets 404 on every other view.
     "memoryhub.web.portal.PortalFenceMiddleware",
     "memoryhub.web.csp.ContentSecurityPolicyMiddleware",
+]
+# The agent API's chain: Bearer keys, no cookies, so no sessions, CSRF, accounts or pages.
+API_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "api.middleware.ApiBodyLimitMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"

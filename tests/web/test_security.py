@@ -53,3 +53,16 @@ def test_the_session_cookie_is_httponly_and_samesite(acme_team) -> None:
     response = client.post("/accounts/login/", {"login": "owner@acme.test", "password": PASSWORD})
     cookie = response.cookies["sessionid"]
     assert cookie["httponly"] and cookie["samesite"] == "Lax"
+
+
+def test_the_api_takes_its_own_chain_with_the_security_headers(acme, globex) -> None:
+    """/api/v1/ skips the pages' middleware (api/middleware.py), not the security headers."""
+    acme.client.cookies["sessionid"] = "a-browser-cookie"  # an agent behind a browser, say
+    response = acme.client.get("/api/v1/users/alice/memory/index")
+    assert response.status_code == 200
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert int(response["Content-Length"]) == len(response.content)
+    assert "Content-Security-Policy" not in response  # the pages' chain adds it
+    assert "Cookie" not in response.get("Vary", "") and not response.cookies
+    assert "Content-Security-Policy" in Client().get("/accounts/login/")  # pages: unchanged
