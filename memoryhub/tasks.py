@@ -42,6 +42,19 @@ def embed_document(*, tenant_id: int, document_id: int, version: int) -> int:
         return document_embed(document_id=document_id, version=version)
 
 
+@shared_task(
+    autoretry_for=(EmbeddingError,), retry_backoff=5, retry_backoff_max=600, max_retries=8,
+)
+def embed_documents(*, items: list[list[int]]) -> int:
+    """Several writes' embeddings in one message (memoryhub/publisher.py): [tenant, document,
+    version] each, every one in its own tenant context. A retry redoes only what is missing."""
+    embedded = 0
+    for tenant_id, document_id, version in items:
+        with tenant_context(tenant_id):
+            embedded += document_embed(document_id=document_id, version=version)
+    return embedded
+
+
 @shared_task
 def deliver_webhook(*, tenant_id: int, delivery_id: int) -> str:
     with tenant_context(tenant_id):

@@ -7,8 +7,9 @@ Contract:
   any language), the document's version, and its end user, scope and scope key (recall
   filters on those with no join). Lexical recall finds the document as soon as the write
   commits. A passage whose text did not change keeps its vector, so an edit re-embeds only
-  what changed. On commit it enqueues ``memoryhub.tasks.embed_document`` when some passage
-  is left without a vector of the current provider.
+  what changed. On commit it asks for the document's embedding (``memoryhub.publisher``: a
+  background thread sends ``memoryhub.tasks.embed_documents``, several writes per message)
+  when some passage is left without a vector of the current provider.
 - :func:`document_embed` (the task's service) gives vectors to the passages of one document
   version that lack one, or carry one from another provider. It does nothing when the
   document has moved on to a newer version (that write enqueued its own task) or is gone,
@@ -26,7 +27,6 @@ dropped passages meanwhile leaves it nothing to overwrite.
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
@@ -42,9 +42,8 @@ from memoryhub.chunking import split_passages
 from memoryhub.db import halfvec_literal
 from memoryhub.embeddings import EmbeddingProvider, get_provider
 from memoryhub.models import MemoryDocument, Passage
+from memoryhub.publisher import embedding_enqueue
 from tenants.context import current_tenant_id
-
-logger = logging.getLogger(__name__)
 
 # The full-text configuration of Passage.search; recall's queries must use the same one.
 SEARCH_CONFIG = "simple"
@@ -148,7 +147,7 @@ def document_indexed(*, document: MemoryDocument, created: bool = False) -> None
         vectors.get(c.text, (None, ""))[1] != current for c in (*changed, *added))
     if unchanged_without_vector or new_without_vector:
         transaction.on_commit(
-            partial(_enqueue_embedding, tenant_id=document.tenant_id, document_id=document.pk,
+            partial(embedding_enqueue, tenant_id=document.tenant_id, document_id=document.pk,
                     version=document.version),
             robust=True,  # a broker outage must not fail a write that has committed
         )
@@ -201,20 +200,6 @@ def _vectors_for(
     cursor.execute(_VECTORS, [document.tenant_id, list(source.values())])
     by_id = {pk: (vector, provider) for pk, vector, provider in cursor.fetchall()}
     return {text: by_id[pk] for text, pk in source.items() if pk in by_id}
-
-
-def _enqueue_embedding(*, tenant_id: int, document_id: int, version: int) -> None:
-    from memoryhub.tasks import embed_document  # tasks import this module
-
-    try:
-        embed_document.apply_async(
-            kwargs={"tenant_id": tenant_id, "document_id": document_id, "version": version},
-            # Celery would build these with its safe repr, a large share of a publish's CPU.
-            argsrepr="()", kwargsrepr=f"{{tenant {tenant_id}, document {document_id} v{version}}}",
-        )
-    except Exception:
-        # The embeddings sweep (beat) finds passages left without a vector.
-        logger.exception("could not enqueue embedding of document %s", document_id)
 
 
 def _needs_vector(key: str) -> Q:

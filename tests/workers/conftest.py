@@ -21,13 +21,16 @@ import pytest
 import redis
 
 from memoryhub.celery import app as celery_app
+from memoryhub.publisher import embedding_publisher
 
 REDIS_URL = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
 READY_TIMEOUT = 60.0
 
 
 def _point_celery_at(conf: dict) -> None:
-    """Reconfigure this process's Celery; its producer pool and queue table are cached."""
+    """Reconfigure this process's Celery; its producer pool and queue table are cached.
+    What the publisher thread holds goes to the broker it was meant for first."""
+    embedding_publisher.flush()
     celery_app.conf.update(conf)
     if celery_app._pool is not None:
         celery_app._pool.force_close_all()

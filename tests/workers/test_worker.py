@@ -47,6 +47,25 @@ def test_a_write_is_embedded_by_the_worker(transactional_db, celery_worker, acme
         assert not Passage.objects.exists()
 
 
+def test_a_burst_of_writes_of_two_tenants_is_embedded(
+    transactional_db, celery_worker, acme, globex,
+) -> None:
+    """The writes' embeddings travel together (memoryhub/publisher.py), each in its tenant."""
+    for i in range(4):
+        put_over_http(acme, f"/notes/a{i}.md", f"{DIET} Note {i}.")
+        put_over_http(globex, f"/notes/g{i}.md", f"Bob plays chess. Note {i}.")
+
+    def embedded() -> bool:
+        """every passage of both tenants has its vector"""
+        counts = []
+        for kit in (acme, globex):
+            with tenant_context(kit.tenant.id):
+                counts.append(Passage.objects.filter(embedding__isnull=False).count())
+        return counts == [4, 4]
+
+    wait_for(embedded)
+
+
 def test_a_webhook_is_retried_after_a_500_then_delivered(
     transactional_db, celery_worker, acme, globex, settings,
 ) -> None:
