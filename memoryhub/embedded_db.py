@@ -97,25 +97,31 @@ def ensure_database(cluster: Cluster, dbname: str, *, recreate: bool = False) ->
     """Create ``dbname`` owned by the owner role, with the extensions only a superuser may add."""
     ensure_roles(cluster)
     with psycopg.connect(cluster.superuser_conninfo(), autocommit=True) as conn:
-        if recreate:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
-        if not exists:
-            try:
-                conn.execute(
-                    sql.SQL("CREATE DATABASE {} OWNER {} ENCODING 'UTF8'").format(
-                        sql.Identifier(dbname), sql.Identifier(OWNER_ROLE)
-                    )
-                )
-            except psycopg.errors.DuplicateDatabase:
-                pass
-    with psycopg.connect(cluster.superuser_conninfo(dbname), autocommit=True) as conn:
+        # Every process of a server (gunicorn's workers) runs this as it starts: one at a
+        # time, or two GRANTs on one object fail with "tuple concurrently updated".
+        conn.execute("SELECT pg_advisory_lock(%s)", [_SETUP_LOCK])
+        _ensure_database(cluster, conn, dbname, recreate=recreate)
+
+
+# An advisory lock key of the cluster's own (the cluster is the project's, not shared).
+_SETUP_LOCK = 7_002
+
+
+def _ensure_database(
+    cluster: Cluster, conn: psycopg.Connection, dbname: str, *, recreate: bool,
+) -> None:
+    if recreate:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
+    if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone():
+        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {} ENCODING 'UTF8'").format(
+            sql.Identifier(dbname), sql.Identifier(OWNER_ROLE)))
+    with psycopg.connect(cluster.superuser_conninfo(dbname), autocommit=True) as db:
         for ext in EXTENSIONS:
-            conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
+            db.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
         # The public schema belongs to pg_database_owner (the owner role) since PG 15; the app
         # role may use it but not create objects in it.
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(APP_ROLE)))
-        conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+        db.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(APP_ROLE)))
+        db.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
             sql.Identifier(dbname), sql.Identifier(APP_ROLE)))
 
 
