@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import ApiPrincipal, tenant_hint
+from memoryhub.selectors.documents import enduser_prefetched
 from tenants.context import tenant_context
 from tenants.models import ApiKey, Tenant
 
@@ -52,6 +53,10 @@ class TenantAPIView(APIView):
             self._tenant_stack = ExitStack()
             self._tenant_stack.enter_context(tenant_context(tenant_id))
         super().initial(request, *args, **kwargs)
+        # The person the URL names came with the key, in this transaction: no second query.
+        end_user = getattr(request, "prefetched_end_user", None)
+        if end_user is not None and self._tenant_stack is not None:
+            self._tenant_stack.enter_context(enduser_prefetched(end_user))
 
     def handle_exception(self, exc: Exception) -> Response:
         if self._tenant_stack is not None:

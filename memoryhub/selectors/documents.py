@@ -16,7 +16,9 @@ Every function runs inside ``tenant_context`` (the managers and RLS need it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -132,8 +134,38 @@ _ENDUSER = (
 )
 
 
+# The end user an API request's URL names, read with its key in the same transaction
+# (api/authentication.py): the first plain ``enduser_find`` of that person takes it instead of
+# a query. Taking it once, and dropping it on any locking find, means a person re-read after
+# a change in the same request comes from the database.
+_prefetched: ContextVar[EndUser | None] = ContextVar("memoryhub_prefetched_end_user", default=None)
+
+
+@contextmanager
+def enduser_prefetched(end_user: EndUser) -> Iterator[None]:
+    """Offer ``end_user`` (read in the current transaction) to the block's first plain find."""
+    token = _prefetched.set(end_user)
+    try:
+        yield
+    finally:
+        _prefetched.reset(token)
+
+
+def _take_prefetched(user_id: str, for_update: bool) -> EndUser | None:
+    end_user = _prefetched.get()
+    if end_user is None:
+        return None
+    _prefetched.set(None)
+    if for_update or end_user.user_id != user_id or end_user.tenant_id != current_tenant_id():
+        return None
+    return end_user
+
+
 def enduser_find(*, user_id: str, for_update: bool = False) -> EndUser | None:
     """The end user, or ``None``; ``for_update`` takes the person's write lock (see services)."""
+    prefetched = _take_prefetched(user_id, for_update)
+    if prefetched is not None:
+        return prefetched
     with connection.cursor() as cursor:
         cursor.execute(_ENDUSER + (" FOR NO KEY UPDATE" if for_update else ""),
                        [current_tenant_id(), user_id])
