@@ -74,7 +74,10 @@ _VECTORS = (
     "WHERE tenant_id = %s AND id = ANY(%s)"
 )
 # Passages at an ordinal the document still has, in place: offsets for all; text, full-text
-# vector and vector (a reused one, else none) where the text changed.
+# vector and vector (a reused one, else none) where the text changed. The document_id test
+# is redundant with the ids, but it lets PostgreSQL keep one generic plan for the prepared
+# statement: without it, the unknown length of the arrays made the generic plan look dearer
+# and every execution was planned again (0.1 ms of the database's CPU per write).
 _UPDATE = f"""
     UPDATE {_PASSAGE} p SET document_version = %(version)s, start = k.start, "end" = k."end",
         end_user_id = %(end_user)s, scope = %(scope)s, scope_key = %(scope_key)s,
@@ -87,7 +90,7 @@ _UPDATE = f"""
     FROM unnest(%(ids)s::bigint[], %(starts)s::int[], %(ends)s::int[], %(changed)s::bool[],
                 %(texts)s::text[], %(embeddings)s::text[], %(providers)s::text[])
         AS k(id, start, "end", changed, text, embedding, provider)
-    WHERE p.tenant_id = %(tenant)s AND p.id = k.id
+    WHERE p.tenant_id = %(tenant)s AND p.document_id = %(document)s AND p.id = k.id
 """  # noqa: S608 - the table name is ours, values are parameters
 _DROP = f"DELETE FROM {_PASSAGE} WHERE tenant_id = %s AND id = ANY(%s)"  # noqa: S608
 _ADD = f"""
