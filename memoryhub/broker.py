@@ -2,7 +2,7 @@
 
 kombu's Redis channel builds a new ``redis.Redis`` for every message it publishes
 (``conn_or_acquire`` with no client). Building one fills a table of about 170 response
-callbacks, which cost more CPU than the LPUSH itself: about a fifth of an API write's own CPU.
+callbacks: 90 of the 410 microseconds of CPU a publish took here.
 A ``redis.Redis`` is thread-safe and only borrows connections from the channel's pool, so one
 per channel and pool does the same work. :mod:`memoryhub.celery` maps ``redis://`` and
 ``rediss://`` broker URLs to this transport.
