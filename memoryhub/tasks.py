@@ -37,22 +37,23 @@ SWEEP_LIMIT = 1000  # per tenant and run; the next run takes the rest
 @shared_task(
     autoretry_for=(EmbeddingError,), retry_backoff=5, retry_backoff_max=600, max_retries=8,
 )
-def embed_document(*, tenant_id: int, document_id: int, version: int) -> int:
-    with tenant_context(tenant_id):
-        return document_embed(document_id=document_id, version=version)
-
-
-@shared_task(
-    autoretry_for=(EmbeddingError,), retry_backoff=5, retry_backoff_max=600, max_retries=8,
-)
 def embed_documents(*, items: list[list[int]]) -> int:
-    """Several writes' embeddings in one message (memoryhub/publisher.py): [tenant, document,
-    version] each, every one in its own tenant context. A retry redoes only what is missing."""
+    """Several documents' embeddings in one message (memoryhub/publisher.py, the sweep):
+    [tenant, document, version] each, every one in its own tenant context. A retry redoes
+    only what is missing."""
     embedded = 0
     for tenant_id, document_id, version in items:
         with tenant_context(tenant_id):
             embedded += document_embed(document_id=document_id, version=version)
     return embedded
+
+
+@shared_task(
+    autoretry_for=(EmbeddingError,), retry_backoff=5, retry_backoff_max=600, max_retries=8,
+)
+def embed_document(*, tenant_id: int, document_id: int, version: int) -> int:
+    """One document: what earlier releases enqueued, kept for messages still in the queue."""
+    return embed_documents(items=[[tenant_id, document_id, version]])
 
 
 @shared_task
@@ -109,7 +110,7 @@ def embeddings_sweep() -> int:
             waiting = documents_awaiting_vectors(
                 created_before=timezone.now() - EMBED_SWEEP_GRACE, limit=SWEEP_LIMIT
             )
-        for document_id, version in waiting:
-            embed_document.delay(tenant_id=tenant_id, document_id=document_id, version=version)
+        if waiting:
+            embed_documents.delay(items=[[tenant_id, pk, version] for pk, version in waiting])
         enqueued += len(waiting)
     return enqueued
