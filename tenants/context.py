@@ -21,7 +21,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+import psycopg
 from django.db import connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from psycopg.pq import Escaping, ExecStatus, TransactionStatus
 
 TENANT_SETTING = "app.tenant_id"
 WEB_USER_SETTING = "app.web_user_id"
@@ -47,6 +50,39 @@ def current_tenant_id_or_none() -> int | None:
     return _current_tenant.get()
 
 
+def _begin_with_setting(connection: BaseDatabaseWrapper, name: str, value: str) -> bool:
+    """Open the transaction and set ``name`` in one round trip; False if this cannot apply.
+
+    psycopg would send ``BEGIN`` on its own before the first statement (a round trip of its
+    own, on every request). Sent together with ``set_config`` in one simple query, PostgreSQL
+    runs both, and psycopg then finds the transaction open and does not begin another. Only
+    for a plain ``BEGIN`` (no isolation level or read-only option on the connection) on an
+    idle connection; the values are quoted by libpq.
+    """
+    raw = connection.connection
+    if (
+        connection.vendor != "postgresql"
+        or raw.info.transaction_status != TransactionStatus.IDLE
+        or raw.isolation_level is not None
+        or raw.read_only is not None
+        or raw.deferrable is not None
+    ):
+        return False
+    pgconn = raw.pgconn
+    quote = Escaping(pgconn).escape_literal
+    query = b"BEGIN; SELECT set_config(%s, %s, true)" % (
+        quote(name.encode()), quote(value.encode())
+    )
+    with connection.wrap_database_errors:
+        with raw.lock:
+            result = pgconn.exec_(query)
+        if result.status != ExecStatus.TUPLES_OK:
+            raise psycopg.OperationalError(
+                (result.error_message or pgconn.error_message).decode(errors="replace")
+            )
+    return True
+
+
 @contextmanager
 def _local_setting(name: str, value: str, using: str) -> Iterator[None]:
     """Set a transaction-local setting for the block, then put back what was there.
@@ -56,12 +92,15 @@ def _local_setting(name: str, value: str, using: str) -> Iterator[None]:
     """
     connection = connections[using]
     nested = connection.in_atomic_block
+    previous = ""
     with transaction.atomic(using=using):
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT current_setting(%s, true), set_config(%s, %s, true)", [name, name, value]
-            )
-            previous = cursor.fetchone()[0] or ""
+        if nested or not _begin_with_setting(connection, name, value):
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT current_setting(%s, true), set_config(%s, %s, true)",
+                    [name, name, value],
+                )
+                previous = cursor.fetchone()[0] or ""
         try:
             yield
         finally:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import pytest
 from django.apps import apps
 from django.db import connection
+from psycopg.pq import TransactionStatus
 
 from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Profile
 from tenants.context import TenantNotSet, tenant_context
@@ -152,3 +155,38 @@ def _prepared_statements() -> list[tuple[str]]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement FROM pg_prepared_statements")
         return cursor.fetchall()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outermost_tenant_block_opens_its_transaction_with_the_setting(acme, globex) -> None:
+    """Outside any transaction (as in a request), BEGIN and the setting travel together
+    (tenants.context._begin_with_setting); the block is still one transaction, sees only its
+    tenant, and leaves nothing behind on the connection."""
+    seed(acme)
+    seed(globex, "bob")
+    through_cursors: list[str] = []
+    with ExitStack() as block:
+        with connection.execute_wrapper(
+            lambda run, sql, *rest: through_cursors.append(sql) or run(sql, *rest)
+        ):
+            block.enter_context(tenant_context(acme.tenant.id))
+        assert through_cursors == []  # not the separate set_config of a nested block
+        cursor = block.enter_context(connection.cursor())
+        assert connection.connection.info.transaction_status == TransactionStatus.INTRANS
+        cursor.execute("SELECT current_setting('app.tenant_id'), txid_current_if_assigned()")
+        assert cursor.fetchone() == (str(acme.tenant.id), None)
+        cursor.execute("SELECT user_id FROM memoryhub_enduser")
+        assert cursor.fetchall() == [("alice",)]
+    assert connection.connection.info.transaction_status == TransactionStatus.IDLE
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('app.tenant_id', true), count(*) FROM memoryhub_enduser")
+        assert cursor.fetchone() == ("", 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outermost_tenant_block_that_fails_rolls_back(acme) -> None:
+    with pytest.raises(ZeroDivisionError), tenant_context(acme.tenant.id):
+        EndUser.objects.create(tenant=acme.tenant, user_id="carol")
+        1 / 0  # noqa: B018 - the failure under test
+    with tenant_context(acme.tenant.id):
+        assert not EndUser.objects.filter(user_id="carol").exists()
