@@ -22,6 +22,18 @@ from api.views.webhooks import WebhookListView, WebhookView
 app_name = "api"
 
 urlpatterns = [
+    # The memory tool, the index and the documents API first: Django tries patterns in order,
+    # and these serve nearly every request (the patterns are disjoint, so order is free).
+    path("users/<str:user_id>/memory", MemoryToolView.as_view(), name="memory-tool"),
+    path("users/<str:user_id>/memory/index", MemoryIndexView.as_view(), name="memory-index"),
+    # The document path is the rest of the URL (slashes included; may be empty, which the
+    # view refuses as invalid_path with the API's error body rather than a bare 404).
+    re_path(r"^users/(?P<user_id>[^/]+)/documents/global/(?P<path>.*)$",
+            GlobalDocumentView.as_view(), name="document-global"),
+    re_path(r"^users/(?P<user_id>[^/]+)/documents/profile/(?P<profile>[^/]+)/(?P<path>.*)$",
+            ProfileDocumentView.as_view(), name="document-profile"),
+    re_path(r"^users/(?P<user_id>[^/]+)/documents/session/(?P<session_id>[^/]+)/(?P<path>.*)$",
+            SessionDocumentView.as_view(), name="document-session"),
     path("tenant", TenantView.as_view(), name="tenant"),
     path("profiles", ProfileListView.as_view(), name="profiles"),
     path("profiles/<str:profile>", ProfileView.as_view(), name="profile"),
@@ -33,17 +45,7 @@ urlpatterns = [
     path("users/<str:user_id>/export", ExportView.as_view(), name="user-export"),
     path("users/<str:user_id>/portal-link", PortalLinkView.as_view(), name="user-portal-link"),
     path("users/<str:user_id>/documents", DocumentListView.as_view(), name="documents"),
-    # The document path is the rest of the URL (slashes included; may be empty, which the
-    # view refuses as invalid_path with the API's error body rather than a bare 404).
-    re_path(r"^users/(?P<user_id>[^/]+)/documents/global/(?P<path>.*)$",
-            GlobalDocumentView.as_view(), name="document-global"),
-    re_path(r"^users/(?P<user_id>[^/]+)/documents/profile/(?P<profile>[^/]+)/(?P<path>.*)$",
-            ProfileDocumentView.as_view(), name="document-profile"),
-    re_path(r"^users/(?P<user_id>[^/]+)/documents/session/(?P<session_id>[^/]+)/(?P<path>.*)$",
-            SessionDocumentView.as_view(), name="document-session"),
     path("users/<str:user_id>/recall", RecallView.as_view(), name="recall"),
-    path("users/<str:user_id>/memory", MemoryToolView.as_view(), name="memory-tool"),
-    path("users/<str:user_id>/memory/index", MemoryIndexView.as_view(), name="memory-index"),
     path("users/<str:user_id>/memory/snapshot", MemorySnapshotView.as_view(),
          name="memory-snapshot"),
     path("webhooks", WebhookListView.as_view(), name="webhooks"),
