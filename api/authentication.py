@@ -41,7 +41,10 @@ class ApiPrincipal:
 
 
 # The key and its tenant in one statement (views need the tenant's limits on every request),
-# and the end user the URL names, if any: most requests read that person next.
+# and the end user the URL names, if any: most requests read that person next, and a request
+# that writes takes the person's write lock first (memoryhub.services.documents), here in the
+# same statement. (A locking clause may not touch the nullable side of an outer join, so the
+# person comes from a LATERAL subquery that locks.)
 # Hand-written: it runs on every request, and the ORM took longer to compile it than to run it.
 _KEY_AND_TENANT = (
     f"SELECT {model_columns(ApiKey, 'k')}, {model_columns(Tenant, 't')} "  # noqa: S608 - no input
@@ -55,18 +58,32 @@ _KEY_TENANT_AND_PERSON = (
     f'LEFT JOIN {EndUser._meta.db_table} u ON u."tenant_id" = k."tenant_id" AND u."user_id" = %s '
     'WHERE k."tenant_id" = %s AND k."lookup_id" = %s'
 )
+_KEY_TENANT_AND_LOCKED_PERSON = (
+    f"SELECT {model_columns(ApiKey, 'k')}, {model_columns(Tenant, 't')}, "  # noqa: S608 - no input
+    f"{model_columns(EndUser, 'u')} "
+    f'FROM {ApiKey._meta.db_table} k JOIN {Tenant._meta.db_table} t ON t."id" = k."tenant_id" '
+    f"LEFT JOIN LATERAL (SELECT {model_columns(EndUser, 'person')} "
+    f"FROM {EndUser._meta.db_table} person "
+    'WHERE person."tenant_id" = k."tenant_id" AND person."user_id" = %s '
+    "FOR NO KEY UPDATE) u ON true "
+    'WHERE k."tenant_id" = %s AND k."lookup_id" = %s'
+)
 _KEY_COLUMNS = len(ApiKey._meta.concrete_fields)
 _TENANT_END = _KEY_COLUMNS + len(Tenant._meta.concrete_fields)
 
 
-def _key_find(lookup_id: str, user_id: str | None) -> tuple[ApiKey | None, EndUser | None]:
+def _key_find(
+    lookup_id: str, user_id: str | None, *, lock_person: bool = False
+) -> tuple[ApiKey | None, EndUser | None]:
     """The current tenant's key with that lookup id, its ``tenant`` loaded, and the tenant's
-    end user ``user_id`` when given and known; (None, None) for an unknown key."""
+    end user ``user_id`` when given and known (holding the person's write lock if
+    ``lock_person``); (None, None) for an unknown key."""
     with connection.cursor() as cursor:
         if user_id is None:
             cursor.execute(_KEY_AND_TENANT, [current_tenant_id(), lookup_id])
         else:
-            cursor.execute(_KEY_TENANT_AND_PERSON, [user_id, current_tenant_id(), lookup_id])
+            sql = _KEY_TENANT_AND_LOCKED_PERSON if lock_person else _KEY_TENANT_AND_PERSON
+            cursor.execute(sql, [user_id, current_tenant_id(), lookup_id])
         row = cursor.fetchone()
     if row is None:
         return None, None
@@ -91,6 +108,13 @@ def _url_user_id(request: Request) -> str | None:
     return user_id if isinstance(user_id, str) else None
 
 
+def _writes(request: Request) -> bool:
+    """Whether the view says this request writes the person's memory (``writes_memory``)."""
+    view = (getattr(request, "parser_context", None) or {}).get("view")
+    writes_memory = getattr(view, "writes_memory", None)
+    return bool(writes_memory(request)) if writes_memory is not None else False
+
+
 def tenant_hint(request: Request) -> int | None:
     """The tenant a well-formed key names (not yet verified), to open its transaction early."""
     raw = _bearer_key(request)
@@ -110,8 +134,10 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         parsed = api_key_parse(raw)
         if parsed is None:
             raise exceptions.AuthenticationFailed("Unknown API key.")
+        user_id = _url_user_id(request)
+        locked = user_id is not None and _writes(request)
         with tenant_context(parsed.tenant_id):
-            key, end_user = _key_find(parsed.lookup_id, _url_user_id(request))
+            key, end_user = _key_find(parsed.lookup_id, user_id, lock_person=locked)
             if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(parsed.secret)):
                 raise exceptions.AuthenticationFailed("Unknown API key.")
             if key.revoked_at is not None:
@@ -120,6 +146,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             if key.last_used_at is None or (now - key.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS:
                 ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         request.prefetched_end_user = end_user  # see TenantAPIView.initial
+        request.prefetched_end_user_locked = locked
         principal = ApiPrincipal(
             tenant_id=key.tenant_id, key_id=key.pk, lookup_id=key.lookup_id,
             permissions=frozenset(key.permissions),

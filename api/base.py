@@ -56,7 +56,14 @@ class TenantAPIView(APIView):
         # The person the URL names came with the key, in this transaction: no second query.
         end_user = getattr(request, "prefetched_end_user", None)
         if end_user is not None and self._tenant_stack is not None:
-            self._tenant_stack.enter_context(enduser_prefetched(end_user))
+            locked = getattr(request, "prefetched_end_user_locked", False)
+            self._tenant_stack.enter_context(enduser_prefetched(end_user, locked=locked))
+
+    def writes_memory(self, request: Request) -> bool:
+        """Whether the request writes the person's memory, known before authentication: then
+        the key's query takes the person's write lock as well (api/authentication.py).
+        Views that write override it; False is always safe (the write locks on its own)."""
+        return False
 
     def handle_exception(self, exc: Exception) -> Response:
         if self._tenant_stack is not None:

@@ -127,8 +127,7 @@ def _run(*, tenant: Tenant, user_id: str, payload: Mapping[str, Any]) -> str:
     # must learn that first, not fix its arguments and try again. The tenant's and the
     # person's switches need no input; the profile's needs a valid profile name.
     command = payload.get("command")
-    writes = isinstance(command, str) and command in _HANDLERS and command not in READ_COMMANDS
-    end_user = enduser_find(user_id=user_id, for_update=writes)
+    end_user = enduser_find(user_id=user_id, for_update=command_writes(payload))
     _check_enabled(tenant=tenant, end_user=end_user, profile=None)
     _check_enabled(tenant=tenant, end_user=end_user, profile=_profile(payload))
     context = _context(payload)
@@ -141,6 +140,12 @@ def _run(*, tenant: Tenant, user_id: str, payload: Mapping[str, Any]) -> str:
     call = Call(tenant=tenant, user_id=user_id, end_user=end_user, context=context,
                 command=command, payload=payload)
     return _HANDLERS[command](call)
+
+
+def command_writes(payload: object) -> bool:
+    """Whether the tool input names a command that writes (it takes the person's write lock)."""
+    command = payload.get("command") if isinstance(payload, Mapping) else None
+    return isinstance(command, str) and command in _HANDLERS and command not in READ_COMMANDS
 
 
 def _check_enabled(*, tenant: Tenant, end_user: EndUser | None, profile: str | None) -> None:

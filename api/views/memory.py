@@ -18,6 +18,7 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 from rest_framework import serializers
+from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -26,7 +27,7 @@ from api.errors import ApiError
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
 from api.serializers import TextRuleJSONParser, body_is_empty, with_errors
 from memoryhub.selectors.documents import enduser_find, index_build, snapshot_build
-from memoryhub.tool import COMMANDS, tool_run
+from memoryhub.tool import COMMANDS, command_writes, tool_run
 
 
 class MemoryToolInput(serializers.Serializer):
@@ -86,6 +87,19 @@ _CONTEXT_PARAMETERS = [
 
 class MemoryToolView(TenantAPIView):
     parser_classes = [TextRuleJSONParser]
+    _body_error: APIException | None = None
+
+    def writes_memory(self, request: Request) -> bool:
+        # The body is parsed before authentication for this. A body DRF cannot parse is kept
+        # for the handler: authentication's errors still come first, and the handler then
+        # answers the parse error as before (DRF would give empty data on a second read).
+        if request.method != "POST":
+            return False
+        try:
+            return command_writes(request.data)
+        except APIException as exc:
+            self._body_error = exc
+            return False
 
     @extend_schema(
         request=MemoryToolInput,
@@ -98,6 +112,8 @@ class MemoryToolView(TenantAPIView):
         "`is_error`; error texts match the reference memory tool byte for byte.",
     )
     def post(self, request: Request, user_id: str) -> Response:
+        if self._body_error is not None:
+            raise self._body_error
         user_id = valid_user_id(user_id)
         if not isinstance(request.data, dict) or body_is_empty(request):
             raise ApiError(400, "invalid_body", "The body must be a JSON object: the memory "

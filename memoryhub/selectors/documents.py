@@ -136,15 +136,20 @@ _ENDUSER = (
 
 # The end user an API request's URL names, read with its key in the same transaction
 # (api/authentication.py): the first plain ``enduser_find`` of that person takes it instead of
-# a query. Taking it once, and dropping it on any locking find, means a person re-read after
-# a change in the same request comes from the database.
-_prefetched: ContextVar[EndUser | None] = ContextVar("memoryhub_prefetched_end_user", default=None)
+# a query, and so does the first locking find when the key's query took the person's write
+# lock too (a request that writes). Taking it once, and dropping it on a locking find it does
+# not satisfy, means a person re-read after a change in the same request comes from the
+# database.
+_prefetched: ContextVar[tuple[EndUser, bool] | None] = ContextVar(
+    "memoryhub_prefetched_end_user", default=None
+)
 
 
 @contextmanager
-def enduser_prefetched(end_user: EndUser) -> Iterator[None]:
-    """Offer ``end_user`` (read in the current transaction) to the block's first plain find."""
-    token = _prefetched.set(end_user)
+def enduser_prefetched(end_user: EndUser, *, locked: bool = False) -> Iterator[None]:
+    """Offer ``end_user`` (read in the current transaction, with the person's write lock if
+    ``locked``) to the block's first find."""
+    token = _prefetched.set((end_user, locked))
     try:
         yield
     finally:
@@ -152,11 +157,13 @@ def enduser_prefetched(end_user: EndUser) -> Iterator[None]:
 
 
 def _take_prefetched(user_id: str, for_update: bool) -> EndUser | None:
-    end_user = _prefetched.get()
-    if end_user is None:
+    offer = _prefetched.get()
+    if offer is None:
         return None
     _prefetched.set(None)
-    if for_update or end_user.user_id != user_id or end_user.tenant_id != current_tenant_id():
+    end_user, locked = offer
+    if (for_update and not locked) or end_user.user_id != user_id \
+            or end_user.tenant_id != current_tenant_id():
         return None
     return end_user
 
