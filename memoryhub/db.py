@@ -3,6 +3,7 @@ instances from hand-written SQL on the hottest paths."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import struct
 from collections.abc import Sequence
@@ -11,12 +12,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
 M = TypeVar("M", bound=Model)
+TIMESTAMPTZ_OID = psycopg.adapters.types["timestamptz"].oid
 
 # The owner role's connection: only ``migrate`` uses it (see memoryhub/embedded_db.py). The
 # app role could not create tables anyway: it has no CREATE privilege on the schema.
@@ -109,10 +112,43 @@ class _HalfVecTextDumper(Dumper):
 
 
 def register_adapters() -> None:
-    """Register our dumpers with psycopg, before Django makes its first connection (which
+    """Register our adapters with psycopg, before Django makes its first connection (which
     copies psycopg's adapters). The binary dumper comes last, so ``%s`` picks it."""
     psycopg.adapters.register_dumper(HalfVec, _HalfVecTextDumper)
     psycopg.adapters.register_dumper(HalfVec, _HalfVecDumper)
+    _register_timestamptz_loader()
+
+
+# psycopg's own timestamptz loader: its C version when psycopg's binary or C package is there.
+_PSYCOPG_TIMESTAMPTZ = psycopg.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
+
+
+def _register_timestamptz_loader() -> None:
+    """Load timestamptz columns with psycopg's C parser instead of Django's Python one.
+
+    Django registers a subclass of psycopg's *Python* loader (to set the time zone), so every
+    timestamp read took a regular expression in Python: about 2.5 us a value, 0.13 ms for
+    a prompt index of 50 entries. In UTC, which is what Django keeps the session in with
+    ``USE_TZ`` and ``TIME_ZONE = "UTC"``, psycopg's loader already returns what Django's
+    does (aware, ``datetime.timezone.utc``). Elsewhere Django's loader stays.
+    """
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor != "postgresql" or connection.timezone is not dt.UTC:
+        return
+    from django.db.backends.postgresql.psycopg_any import BaseTzLoader, get_adapters_template
+
+    class UtcTimestamptzLoader(BaseTzLoader):
+        timezone = dt.UTC  # Django compares it with the connection's (create_cursor)
+
+        def __init__(self, oid: int, context: Any = None) -> None:
+            super().__init__(oid, context)
+            # An instance attribute: psycopg's row loader then calls the C method directly.
+            self.load = _PSYCOPG_TIMESTAMPTZ(oid, context).load  # type: ignore[method-assign]
+
+    # The adapters template Django gives every new connection (cached per time zone).
+    get_adapters_template(settings.USE_TZ, connection.timezone).register_loader(
+        "timestamptz", UtcTimestamptzLoader
+    )
 
 
 def halfvec_literal(vector: Sequence[float]) -> str:
