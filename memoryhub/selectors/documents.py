@@ -162,8 +162,8 @@ def _take_prefetched(user_id: str, for_update: bool) -> EndUser | None:
         return None
     _prefetched.set(None)
     end_user, locked = offer
-    if (for_update and not locked) or end_user.user_id != user_id \
-            or end_user.tenant_id != current_tenant_id():
+    fits = locked or not for_update  # a locking find needs a row read with the lock
+    if not fits or end_user.user_id != user_id or end_user.tenant_id != current_tenant_id():
         return None
     return end_user
 
