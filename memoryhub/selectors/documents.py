@@ -268,16 +268,24 @@ def document_resolve(
 
 def paths_near(
     *, end_user: EndUser, location: Location, path: str, ancestors: Sequence[str], limit: int
-) -> list[str]:
+) -> tuple[list[str], int]:
     """Paths of at most ``limit`` documents of one location at ``path``, at one of
     ``ancestors``, or below ``path``: what stands in the way of a new document there (nothing
-    for the root, which is never written)."""
+    for the root, which is never written). With them, the location's total size
+    (``location_bytes``), which the new document's ``max_scope_bytes`` check needs next: one
+    statement instead of two on every create."""
     if path == ROOT:
-        return []
-    where, params = _where_sql(end_user, [location], path=path, under=path, among=ancestors)
+        return [], location_bytes(end_user=end_user, location=location)
+    near, params = _where_sql(end_user, [location], path=path, under=path, among=ancestors)
+    everything, everything_params = _where_sql(end_user, [location])
     with connection.cursor() as cursor:
-        cursor.execute(f'SELECT "path" FROM {_TABLE} WHERE {where} LIMIT %s', [*params, limit])  # noqa: S608
-        return [found for (found,) in cursor.fetchall()]
+        cursor.execute(
+            f'SELECT ARRAY(SELECT "path" FROM {_TABLE} WHERE {near} LIMIT %s), '  # noqa: S608
+            f'(SELECT COALESCE(SUM("bytes"), 0) FROM {_TABLE} WHERE {everything})',
+            [*params, limit, *everything_params],
+        )
+        found, used = cursor.fetchone()
+    return found, used
 
 
 def location_bytes(*, end_user: EndUser, location: Location) -> int:

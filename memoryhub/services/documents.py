@@ -226,20 +226,23 @@ def _in(end_user: EndUser, location: Location) -> Q:
     return Q(end_user=end_user, scope=location[0], scope_key=location[1])
 
 
-def _path_conflict(*, end_user: EndUser, location: Location, path: str) -> str | None:
-    """What keeps a *new* document at ``path`` out of its location.
+def _path_conflict(
+    *, end_user: EndUser, location: Location, path: str
+) -> tuple[str | None, int]:
+    """What keeps a *new* document at ``path`` out of its location, and the location's size.
 
     ``"exists"`` (a document there), ``"directory"`` (documents below it), or the canonical
-    path of a document that would have to be a directory above it; ``None`` when free.
+    path of a document that would have to be a directory above it; ``None`` when free. The
+    size is the location's total bytes, for ``max_scope_bytes`` (read in the same statement).
     """
     ancestors = parent_dirs(path)[1:]  # the root is always a directory
-    found = paths_near(end_user=end_user, location=location, path=path, ancestors=ancestors,
-                       limit=2)
+    found, used = paths_near(end_user=end_user, location=location, path=path,
+                             ancestors=ancestors, limit=2)
     if path in found:
-        return "exists"
+        return "exists", used
     if any(is_under(other, path) for other in found):
-        return "directory"
-    return found[0] if found else None
+        return "directory", used
+    return (found[0] if found else None), used
 
 
 def _under_a_document(ancestor: str, label: str) -> InvalidPathError:
@@ -372,8 +375,9 @@ def document_put(
         raise VersionMismatch(
             f"Error: {path} {current}, not version {expected_version}; read it again and retry."
         )
+    used = None  # the location's size, when the conflict check read it
     if existing is None:
-        conflict = _path_conflict(end_user=end_user, location=location, path=canonical)
+        conflict, used = _path_conflict(end_user=end_user, location=location, path=canonical)
         if conflict == "directory":
             raise InvalidPathError(
                 f"Error: {path} is a directory (documents are stored below it); choose "
@@ -385,7 +389,7 @@ def document_put(
     size = _write_checks(
         tenant=tenant, end_user=end_user, location=location, label=path, content=content,
         old_bytes=existing.bytes if existing else 0, actor=actor, turn_id=turn_id,
-        session_id=session_id,
+        session_id=session_id, scope_bytes=used,
     )
     if existing is None:
         created = _create(
@@ -433,7 +437,7 @@ def memory_create(
     directory or the root, like the reference). ``path`` canonical, ``label`` as written."""
     if path == ROOT:
         raise ToolError(already_exists(label))
-    conflict = _path_conflict(end_user=end_user, location=location, path=path)
+    conflict, used = _path_conflict(end_user=end_user, location=location, path=path)
     if conflict in ("exists", "directory"):
         raise ToolError(already_exists(label))
     if conflict is not None:
@@ -442,7 +446,7 @@ def memory_create(
     _credential_check(path, description)
     size = _write_checks(
         tenant=tenant, end_user=end_user, location=location, label=label, content=content,
-        old_bytes=0, actor=actor, turn_id=turn_id, session_id=session_id,
+        old_bytes=0, actor=actor, turn_id=turn_id, session_id=session_id, scope_bytes=used,
     )
     return _create(tenant=tenant, end_user=end_user, location=location, path=path,
                    content=content, size=size, description=description, confidence=None,
@@ -548,7 +552,7 @@ def memory_rename(
             f"Error: cannot move {old_label} into itself ({new_label}); choose a destination "
             "outside it."
         )
-    conflict = _path_conflict(end_user=end_user, location=location, path=new)
+    conflict, _ = _path_conflict(end_user=end_user, location=location, path=new)
     if conflict not in (None, "exists", "directory"):
         raise _under_a_document(conflict, new_label)
     _credential_check(new)
