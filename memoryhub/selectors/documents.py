@@ -28,7 +28,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from memoryhub.db import model_columns, model_from_row
-from memoryhub.models import EndUser, MemoryDocument, Profile, Scope
+from memoryhub.models import EndUser, MemoryDocument, Passage, Profile, Scope
 from memoryhub.paths import ROOT
 from tenants.context import current_tenant_id
 from tenants.models import Tenant
@@ -248,20 +248,31 @@ _SCOPE_BYTES = (
 )
 
 
+# And the row's recall passages as they are before the edit, which re-indexes them next
+# (memoryhub.services.passages.document_indexed): [id, ordinal, text, has a vector, provider].
+_PASSAGES = (
+    "(SELECT json_agg(json_build_array(p.id, p.ordinal, p.text, p.embedding IS NOT NULL, "  # noqa: S608
+    f"p.embedding_provider)) FROM {Passage._meta.db_table} p "
+    f'WHERE p.tenant_id = {_TABLE}."tenant_id" AND p.document_id = {_TABLE}."id")'
+)
+
+
 def document_resolve(
     *, end_user: EndUser, locations: Sequence[Location], path: str, lock: bool = False
 ) -> MemoryDocument | None:
     """The document at ``path`` in the first location holding one.
 
-    ``lock`` locks the rows for an edit and sets ``scope_bytes`` on the document: the total
-    size of its location, read in the same statement.
+    ``lock`` locks the rows for an edit and sets, read in the same statement, ``scope_bytes``
+    (the total size of the document's location) and ``indexed_passages`` (its passages).
     """
     where, params = _where_sql(end_user, locations, path=path)
-    sql = f"SELECT {_COLUMNS}, {_SCOPE_BYTES if lock else 'NULL'} FROM {_TABLE} WHERE {where}"  # noqa: S608
+    extra = f"{_SCOPE_BYTES}, {_PASSAGES}" if lock else "NULL, NULL"
+    sql = f"SELECT {_COLUMNS}, {extra} FROM {_TABLE} WHERE {where}"  # noqa: S608
     found = _documents(sql + (" FOR UPDATE" if lock else ""), params)
     if lock:
         for document in found:
             document.scope_bytes = document.extra[0]  # type: ignore[attr-defined]
+            document.indexed_passages = document.extra[1] or []  # type: ignore[attr-defined]
     rank = _rank(locations)
     return min(found, key=lambda d: rank[(d.scope, d.scope_key)]) if found else None
 

@@ -363,11 +363,8 @@ def document_put(
     )
     if reason is not None:
         raise memory_disabled_error(reason)
-    existing = (
-        MemoryDocument.objects.select_for_update()
-        .filter(_in(end_user, location), path=canonical)
-        .first()
-    )
+    existing = document_resolve(end_user=end_user, locations=[location], path=canonical,
+                                lock=True)
     if existing is not None and create_only:
         raise VersionMismatch(f"Error: {path} already exists (version {existing.version}).")
     if expected_version is not None and (existing is None or existing.version != expected_version):
@@ -375,7 +372,7 @@ def document_put(
         raise VersionMismatch(
             f"Error: {path} {current}, not version {expected_version}; read it again and retry."
         )
-    used = None  # the location's size, when the conflict check read it
+    used = existing.scope_bytes if existing is not None else None  # the location's size
     if existing is None:
         conflict, used = _path_conflict(end_user=end_user, location=location, path=canonical)
         if conflict == "directory":

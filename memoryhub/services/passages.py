@@ -182,7 +182,12 @@ def _columns(document: MemoryDocument) -> dict[str, object]:
 
 def _old_passages(document: MemoryDocument, current: str) -> list[tuple[int, int, str, bool]]:
     """(id, ordinal, text, has a vector of the ``current`` provider) of the document's
-    passages; no vectors travel."""
+    passages; no vectors travel. An edit read them already when it locked the document
+    (``document_resolve(lock=True)`` sets ``indexed_passages``): taken once, else queried."""
+    read = document.__dict__.pop("indexed_passages", None)
+    if read is not None:
+        return [(pk, ordinal, text, has_vector and provider == current)
+                for pk, ordinal, text, has_vector, provider in read]
     with connection.cursor() as cursor:
         cursor.execute(_OLD_PASSAGES, [current, document.tenant_id, document.pk])
         return cursor.fetchall()

@@ -7,6 +7,8 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memoryhub.embeddings import get_provider
@@ -167,3 +169,14 @@ def test_the_sweep_embeds_what_a_lost_message_left_behind(acme, globex, eager_ta
     assert embeddings_sweep() == 1
     assert all(row.embedding is not None for row in passages(acme))
     assert all(row.embedding is None for row in passages(globex))
+
+
+def test_an_edit_reads_the_old_passages_with_the_document_it_locks(acme, globex) -> None:
+    """document_resolve(lock=True) brings them; no statement of their own (one round trip)."""
+    put(acme, "alice", "/long.md", "\n\n".join(SECTIONS))
+    embed_all(acme)
+    with CaptureQueriesContext(connection) as queries:
+        put(acme, "alice", "/long.md", "\n\n".join([*SECTIONS[:3], "## Part 3\nRewritten."]))
+    assert not [q for q in queries.captured_queries if q["sql"].startswith(
+        "SELECT id, ordinal, text, embedding IS NOT NULL")]
+    assert sum(row.embedding is None for row in passages(acme)) == 1  # the rest kept theirs
