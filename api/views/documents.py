@@ -222,6 +222,9 @@ class DocumentView(TenantAPIView):
     scope: str = ""
     parser_classes = [TextRuleJSONParser]  # invalid UTF-8 in content is 422 not_text
 
+    def writes_memory(self, request: Request) -> bool:
+        return request.method == "PUT"  # the key's statement then locks the person
+
     def scope_key(self, kwargs: dict[str, str]) -> str:
         raise NotImplementedError
 
@@ -277,6 +280,7 @@ class DocumentView(TenantAPIView):
                 description=body.validated_data.get("description"),
                 confidence=body.validated_data.get("confidence"),
                 actor=Actor.APP, expected_version=expected_version, create_only=create_only,
+                person_locked=True,  # enduser_get_or_create returns the person locked
             )
         except ScopeFull as exc:
             # Answered, not raised: raising rolls the transaction back, and the refusal's

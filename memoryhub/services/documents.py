@@ -338,9 +338,12 @@ def document_put(
     *, tenant: Tenant, end_user: EndUser, scope: str, scope_key: str, path: str, content: str,
     description: str | None = None, confidence: float | None = None, actor: str,
     expected_version: int | None = None, create_only: bool = False,
-    turn_id: str | None = None, session_id: str | None = None,
+    turn_id: str | None = None, session_id: str | None = None, person_locked: bool = False,
 ) -> tuple[MemoryDocument, bool]:
     """Create or replace the document at ``(scope, scope_key, path)``; returns ``(doc, created)``.
+
+    ``person_locked``: the caller read ``end_user`` with the person's write lock in this
+    transaction (``enduser_get_or_create``), so it is current and not read again.
 
     ``path`` as the caller wrote it (``/memories/a.md`` or ``/a.md``). ``description`` and
     ``confidence`` of ``None`` keep the current values (empty and 1.0 on create).
@@ -357,7 +360,8 @@ def document_put(
     description = description_check(description)
     if confidence is not None and not 0.0 <= confidence <= 1.0:
         raise ValueError("confidence must be between 0 and 1")
-    end_user = _lock(end_user)
+    if not person_locked:
+        end_user = _lock(end_user)
     reason = memory_disabled_reason(
         tenant=tenant, end_user=end_user, profile=scope_key if scope == Scope.PROFILE else None
     )

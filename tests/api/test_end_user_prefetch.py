@@ -71,3 +71,14 @@ def test_the_prefetched_person_is_taken_once_and_never_by_a_locking_find(acme) -
             assert enduser_find(user_id="alice") is not stale
         with enduser_prefetched(stale, locked=True):  # read with the lock: good for a write
             assert enduser_find(user_id="alice", for_update=True) is stale
+
+
+def test_a_documents_put_locks_its_person_once_with_the_key(acme) -> None:
+    url = "/api/v1/users/alice/documents/global/notes/a.md"
+    assert acme.client.put(url, {"content": "one\n"}, format="json").status_code == 201
+    with CaptureQueriesContext(connection) as queries:
+        response = acme.client.put(url, {"content": "two\n"}, format="json")
+    assert response.status_code == 200 and response.json()["version"] == 2
+    person_locks = [q["sql"] for q in queries.captured_queries
+                    if "memoryhub_enduser" in q["sql"] and "FOR NO KEY UPDATE" in q["sql"]]
+    assert len(person_locks) == 1 and 'k."lookup_id"' in person_locks[0]
