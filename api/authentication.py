@@ -46,27 +46,26 @@ class ApiPrincipal:
 # same statement. (A locking clause may not touch the nullable side of an outer join, so the
 # person comes from a LATERAL subquery that locks.)
 # Hand-written: it runs on every request, and the ORM took longer to compile it than to run it.
-_KEY_AND_TENANT = (
-    f"SELECT {model_columns(ApiKey, 'k')}, {model_columns(Tenant, 't')} "  # noqa: S608 - no input
-    f'FROM {ApiKey._meta.db_table} k JOIN {Tenant._meta.db_table} t ON t."id" = k."tenant_id" '
-    'WHERE k."tenant_id" = %s AND k."lookup_id" = %s'
-)
-_KEY_TENANT_AND_PERSON = (
-    f"SELECT {model_columns(ApiKey, 'k')}, {model_columns(Tenant, 't')}, "  # noqa: S608 - no input
-    f"{model_columns(EndUser, 'u')} "
-    f'FROM {ApiKey._meta.db_table} k JOIN {Tenant._meta.db_table} t ON t."id" = k."tenant_id" '
+def _key_query(person_join: str = "") -> str:
+    """The key, its tenant and, with ``person_join`` (a join that names the person ``u``), the
+    person's columns; ``%s`` parameters: the person's user id if joined, tenant, lookup id."""
+    person = f", {model_columns(EndUser, 'u')}" if person_join else ""
+    return (
+        f"SELECT {model_columns(ApiKey, 'k')}, {model_columns(Tenant, 't')}{person} "  # noqa: S608 - no input
+        f'FROM {ApiKey._meta.db_table} k JOIN {Tenant._meta.db_table} t ON t."id" = k."tenant_id" '
+        f'{person_join}WHERE k."tenant_id" = %s AND k."lookup_id" = %s'
+    )
+
+
+_KEY_AND_TENANT = _key_query()
+_KEY_TENANT_AND_PERSON = _key_query(
     f'LEFT JOIN {EndUser._meta.db_table} u ON u."tenant_id" = k."tenant_id" AND u."user_id" = %s '
-    'WHERE k."tenant_id" = %s AND k."lookup_id" = %s'
 )
-_KEY_TENANT_AND_LOCKED_PERSON = (
-    f"SELECT {model_columns(ApiKey, 'k')}, {model_columns(Tenant, 't')}, "  # noqa: S608 - no input
-    f"{model_columns(EndUser, 'u')} "
-    f'FROM {ApiKey._meta.db_table} k JOIN {Tenant._meta.db_table} t ON t."id" = k."tenant_id" '
-    f"LEFT JOIN LATERAL (SELECT {model_columns(EndUser, 'person')} "
+_KEY_TENANT_AND_LOCKED_PERSON = _key_query(
+    f"LEFT JOIN LATERAL (SELECT {model_columns(EndUser, 'person')} "  # noqa: S608 - no input
     f"FROM {EndUser._meta.db_table} person "
     'WHERE person."tenant_id" = k."tenant_id" AND person."user_id" = %s '
     "FOR NO KEY UPDATE) u ON true "
-    'WHERE k."tenant_id" = %s AND k."lookup_id" = %s'
 )
 _KEY_COLUMNS = len(ApiKey._meta.concrete_fields)
 _TENANT_END = _KEY_COLUMNS + len(Tenant._meta.concrete_fields)
