@@ -33,13 +33,13 @@ test: $(STAMP) lint check
 	$(PY) -m pytest
 
 bench: $(STAMP)
-	$(PY) -m deploy.bench_api $(BENCH_ARGS)
+	$(PY) -m tests.benchmarks.bench_api $(BENCH_ARGS)
 
 bench-recall: $(STAMP)
-	$(PY) -m deploy.bench_recall $(BENCH_ARGS)
+	$(PY) -m tests.benchmarks.bench_recall $(BENCH_ARGS)
 
 stop-db: $(STAMP)
-	$(PY) -c 'from pathlib import Path; import os; from memoryhub.embedded_db import stop_cluster; stop_cluster(Path(os.environ.get("MEMORYHUB_DATA_DIR", "var")).resolve())'
+	$(PY) -c 'from pathlib import Path; import os; from memoryhub.infra.embedded_db import stop_cluster; stop_cluster(Path(os.environ.get("MEMORYHUB_DATA_DIR", "var")).resolve())'
 
 clean: stop-db
 	rm -rf var

@@ -14,7 +14,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from memoryhub.db import model_columns, model_from_row
+from memoryhub.infra.db import model_columns, model_from_row
 from memoryhub.models import EndUser
 from tenants.context import current_tenant_id, tenant_context
 from tenants.models import ApiKey, Tenant

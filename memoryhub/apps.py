@@ -8,6 +8,6 @@ class MemoryHubConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memoryhub.db import register_adapters
+        from memoryhub.infra.db import register_adapters
 
         register_adapters()

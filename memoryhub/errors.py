@@ -18,7 +18,7 @@ class MemoryError_(Exception):  # noqa: N801 - avoid shadowing the builtin Memor
 
 
 class ToolError(MemoryError_):
-    """A reference-tool error (texts from memoryhub/tool_text.py)."""
+    """A reference-tool error (texts from memoryhub/memory_tool/texts.py)."""
 
     code = "tool_error"
 

@@ -125,7 +125,7 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 # "default" is the application's role (RLS applies to it); "migrate" is the owner role that
-# only the migrate command uses. See memoryhub/embedded_db.py for why there are two.
+# only the migrate command uses. See memoryhub/infra/embedded_db.py for why there are two.
 
 
 def _db_from_url(url: str) -> dict:
@@ -150,7 +150,7 @@ def _database_settings() -> tuple[dict, dict, dict | None]:
         app = _db_from_url(url)
         owner = _db_from_url(os.environ.get("MIGRATE_DATABASE_URL") or url)
         return app, owner, None
-    from memoryhub import embedded_db
+    from memoryhub.infra import embedded_db
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
@@ -353,7 +353,7 @@ MEMORYHUB_EMBEDDINGS = {
     "max_retries": int(os.environ.get("EMBEDDINGS_MAX_RETRIES", "3")),
 }
 PORTAL_LINK_MAX_AGE = int(os.environ.get("PORTAL_LINK_MAX_AGE", "600"))
-# Recall ranking (memoryhub/selectors/recall.py explains the formula):
+# Recall ranking (memoryhub/store/recall.py explains the formula):
 # relevance = 1 - (1 - vector) * (1 - lexical_weight * lexical),
 # score = relevance * confidence / (1 + recency_weight * ln(1 + age in days)).
 MEMORYHUB_RECALL = {

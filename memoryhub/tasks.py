@@ -19,8 +19,8 @@ from datetime import timedelta
 from celery import shared_task
 from django.utils import timezone
 
-from memoryhub.embeddings import EmbeddingError
-from memoryhub.limits import write_tallies_purge
+from memoryhub.infra.embeddings import EmbeddingError
+from memoryhub.services.limits import write_tallies_purge
 from memoryhub.services.passages import document_embed, documents_awaiting_vectors
 from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch
 from memoryhub.services.webhooks import deliveries_due, webhook_deliver
@@ -38,7 +38,7 @@ SWEEP_LIMIT = 1000  # per tenant and run; the next run takes the rest
     autoretry_for=(EmbeddingError,), retry_backoff=5, retry_backoff_max=600, max_retries=8,
 )
 def embed_documents(*, items: list[list[int]]) -> int:
-    """Several documents' embeddings in one message (memoryhub/publisher.py, the sweep):
+    """Several documents' embeddings in one message (memoryhub/infra/publisher.py, the sweep):
     [tenant, document, version] each, every one in its own tenant context. A retry redoes
     only what is missing."""
     embedded = 0

@@ -32,11 +32,11 @@ def django_db_setup(django_db_blocker: Any) -> Iterator[None]:
     Replaces pytest-django's setup because migrations must run on the owner connection
     ("migrate") while the tests run on the application's role ("default").
     """
-    from memoryhub.db import grant_app_role
+    from memoryhub.infra.db import grant_app_role
 
     name = settings.DATABASES["default"]["TEST"]["NAME"]
     if settings.EMBEDDED_POSTGRES:
-        from memoryhub.embedded_db import Cluster, ensure_database
+        from memoryhub.infra.embedded_db import Cluster, ensure_database
 
         ensure_database(Cluster(**settings.EMBEDDED_POSTGRES), name, recreate=True)
     for alias in ("default", "migrate"):

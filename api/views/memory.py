@@ -26,8 +26,8 @@ from api.base import TenantAPIView
 from api.errors import ApiError
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
 from api.serializers import TextRuleJSONParser, body_is_empty, with_errors
+from memoryhub.memory_tool.commands import COMMANDS, command_writes, tool_run
 from memoryhub.selectors.documents import enduser_find, index_build, snapshot_build
-from memoryhub.tool import COMMANDS, command_writes, tool_run
 
 
 class MemoryToolInput(serializers.Serializer):

@@ -1,6 +1,6 @@
 """``POST /api/v1/users/{user_id}/recall``: the memory most relevant to a query.
 
-Ranking is documented in memoryhub/selectors/recall.py. The response carries a
+Ranking is documented in memoryhub/store/recall.py. The response carries a
 ``Server-Timing`` header (``embed``: the provider call for the query; ``search``: the
 database; ``app``: the whole request in the view, authentication included, before the
 response is rendered), so a client can tell model time from search time.
@@ -25,8 +25,8 @@ from api.serializers import (
     reject_unknown_fields,
     with_errors,
 )
-from memoryhub.selectors.recall import RecallHit
-from memoryhub.services.recall import memory_recall
+from memoryhub.selectors.recall import memory_recall
+from memoryhub.store.recall import RecallHit
 
 MAX_QUERY_CHARS = 10_000
 

@@ -27,7 +27,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from memoryhub.db import model_columns, model_from_row
+from memoryhub.infra.db import model_columns, model_from_row
 from memoryhub.models import EndUser, MemoryDocument, Passage, Profile, Scope
 from memoryhub.paths import ROOT
 from tenants.context import current_tenant_id

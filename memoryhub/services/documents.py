@@ -6,7 +6,7 @@ Every write:
 - refuses content that is not text (a ``str`` that encodes to UTF-8, so no unpaired
   surrogate, and no NUL), a description that is not one line of at most 200 characters, and
   anything shaped like a credential (content, description or path: ``memoryhub.credentials``);
-- checks the tenant's limits (``memoryhub.limits``);
+- checks the tenant's limits (``memoryhub.services.limits``);
 - bumps ``version`` by exactly 1 (1 on create), sets ``updated_by`` and ``bytes``, keeps
   recall's passages in step (``document_indexed``) and records ``memory.changed`` as its last
   statement, all in the caller's transaction (``tenant_context`` always opens one).
@@ -50,7 +50,18 @@ from memoryhub.errors import (
     ToolError,
     VersionMismatch,
 )
-from memoryhub.limits import document_size_check, scope_bytes_check, write_tally_take
+from memoryhub.memory_tool.texts import (
+    already_exists,
+    delete_does_not_exist,
+    delete_ok,
+    delete_root,
+    does_not_exist,
+    not_a_file,
+    rename_destination_exists,
+    rename_does_not_exist,
+    rename_ok,
+    rename_root,
+)
 from memoryhub.models import Actor, EndUser, MemoryDocument, Scope
 from memoryhub.paths import (
     ROOT,
@@ -72,19 +83,8 @@ from memoryhub.selectors.documents import (
     paths_near,
 )
 from memoryhub.services.events import changed_event
+from memoryhub.services.limits import document_size_check, scope_bytes_check, write_tally_take
 from memoryhub.services.passages import document_indexed
-from memoryhub.tool_text import (
-    already_exists,
-    delete_does_not_exist,
-    delete_ok,
-    delete_root,
-    does_not_exist,
-    not_a_file,
-    rename_destination_exists,
-    rename_does_not_exist,
-    rename_ok,
-    rename_root,
-)
 from tenants.context import current_tenant_id
 from tenants.models import Tenant
 
@@ -186,7 +186,7 @@ def _count_write(
     *, tenant: Tenant, end_user: EndUser, actor: str, turn_id: str | None,
     session_id: str | None,
 ) -> None:
-    """``max_writes_per_turn`` counts the memory tool's writes only (see memoryhub.limits)."""
+    """``max_writes_per_turn`` counts the memory tool's writes only (see memoryhub.services.limits)."""
     if actor == Actor.ASSISTANT:
         write_tally_take(tenant=tenant, end_user=end_user, turn_id=turn_id, session_id=session_id)
 

@@ -7,7 +7,7 @@ Contract:
   any language), the document's version, and its end user, scope and scope key (recall
   filters on those with no join). Lexical recall finds the document as soon as the write
   commits. A passage whose text did not change keeps its vector, so an edit re-embeds only
-  what changed. On commit it asks for the document's embedding (``memoryhub.publisher``: a
+  what changed. On commit it asks for the document's embedding (``memoryhub.infra.publisher``: a
   background thread sends ``memoryhub.tasks.embed_documents``, several writes per message)
   when some passage is left without a vector of the current provider.
 - :func:`document_embed` (the task's service) gives vectors to the passages of one document
@@ -39,10 +39,10 @@ from django.utils import timezone
 
 from memoryhub.chunking import Passage as Chunk
 from memoryhub.chunking import split_passages
-from memoryhub.db import halfvec_literal
-from memoryhub.embeddings import EmbeddingProvider, get_provider
+from memoryhub.infra.db import halfvec_literal
+from memoryhub.infra.embeddings import EmbeddingProvider, get_provider
+from memoryhub.infra.publisher import embedding_enqueue
 from memoryhub.models import MemoryDocument, Passage
-from memoryhub.publisher import embedding_enqueue
 from tenants.context import current_tenant_id
 
 # The full-text configuration of Passage.search; recall's queries must use the same one.

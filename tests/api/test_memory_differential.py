@@ -34,7 +34,7 @@ from anthropic.lib.tools._tool_dispatch import tool_error_content, tool_result_c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memoryhub.tool_text import DIRECTORY_SIZE
+from memoryhub.memory_tool.texts import DIRECTORY_SIZE
 from tests.api.test_memory_index import patch_limits
 from tests.api.test_memory_tool import tool
 from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view

@@ -1,4 +1,4 @@
-"""How psycopg reads columns for Django (memoryhub/db.py register_adapters)."""
+"""How psycopg reads columns for Django (memoryhub/infra/db.py register_adapters)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.db import connection
 from django.utils import timezone
 from psycopg.pq import Format
 
-from memoryhub.db import TIMESTAMPTZ_OID
+from memoryhub.infra.db import TIMESTAMPTZ_OID
 from memoryhub.models import EndUser
 from tenants.context import tenant_context
 

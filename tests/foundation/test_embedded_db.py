@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memoryhub.embedded_db import ensure_cluster, ensure_database, stop_cluster
+from memoryhub.infra.embedded_db import ensure_cluster, ensure_database, stop_cluster
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def test_rows_survive_a_restart(data_dir: Path) -> None:
 
     # A new process starts it again, as the web server or worker would.
     code = (
-        "from pathlib import Path; from memoryhub.embedded_db import ensure_cluster;"
+        "from pathlib import Path; from memoryhub.infra.embedded_db import ensure_cluster;"
         f"c = ensure_cluster(Path({str(data_dir)!r})); print(c.socket_dir, c.port)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -51,7 +51,7 @@ def test_processes_starting_together_set_up_one_database(data_dir: Path) -> None
     """gunicorn's workers all run the setup as they start: none may fail."""
     cluster = ensure_cluster(data_dir)
     code = (
-        "import sys; from pathlib import Path; from memoryhub.embedded_db import "
+        "import sys; from pathlib import Path; from memoryhub.infra.embedded_db import "
         "ensure_cluster, ensure_database;"
         f"ensure_database(ensure_cluster(Path({str(data_dir)!r})), 'started_together')"
     )

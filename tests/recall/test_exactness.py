@@ -14,11 +14,11 @@ from psycopg import ClientCursor
 from psycopg.adapt import PyFormat
 from psycopg.pq import Format
 
-from memoryhub.db import HalfVec, halfvec_literal
-from memoryhub.embeddings import get_provider
+from memoryhub.infra.db import HalfVec, halfvec_literal
+from memoryhub.infra.embeddings import get_provider
 from memoryhub.models import EndUser, MemoryDocument, Passage
-from memoryhub.selectors.recall import Ranking, Visibility, recall_search
 from memoryhub.services.passages import provider_key
+from memoryhub.store.recall import Ranking, Visibility, recall_search
 from tenants.context import tenant_context
 
 DIM = 384

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memoryhub.embeddings import get_provider
+from memoryhub.infra.embeddings import get_provider
 from memoryhub.models import Passage
 from memoryhub.services.documents import document_remove
 from memoryhub.services.passages import document_embed, passages_embed, provider_key

@@ -24,15 +24,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memoryhub.embeddings import (
+from memoryhub.infra.embeddings import (
     EmbeddingError,
     EmbeddingProvider,
     get_provider,
     l2_normalise,
     provider_from_config,
 )
-from memoryhub.embeddings.hashing import HashingProvider
-from memoryhub.embeddings.local import (
+from memoryhub.infra.embeddings.hashing import HashingProvider
+from memoryhub.infra.embeddings.local import (
     LocalOnnxProvider,
     NumpyBert,
     _erf,
@@ -40,7 +40,7 @@ from memoryhub.embeddings.local import (
     mean_pool,
     resolve_model_dir,
 )
-from memoryhub.embeddings.openai import OpenAICompatibleProvider, embeddings_endpoint
+from memoryhub.infra.embeddings.openai import OpenAICompatibleProvider, embeddings_endpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,7 @@ def test_hashing_is_deterministic_across_processes() -> None:
     """blake2b, not Python's salted hash(): another interpreter gets the same vector."""
     text = "She is vegetarian and lives in Berlin."
     code = (
-        "import json; from memoryhub.embeddings.hashing import HashingProvider; "
+        "import json; from memoryhub.infra.embeddings.hashing import HashingProvider; "
         f"print(json.dumps(HashingProvider(64).embed([{text!r}])[0]))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -1,4 +1,4 @@
-"""The embedding publisher's thread (memoryhub/publisher.py), with a recording sender."""
+"""The embedding publisher's thread (memoryhub/infra/publisher.py), with a recording sender."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from memoryhub.publisher import Publisher
+from memoryhub.infra.publisher import Publisher
 
 
 class Recorder:

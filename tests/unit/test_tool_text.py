@@ -3,7 +3,7 @@
 Each scripted scenario runs twice: on the SDK's ``BetaLocalFilesystemMemoryTool`` over a
 temporary directory (turned into tool_result text exactly as the SDK's tool runner does), and
 on ``ToyMemory``, a dict-backed stand-in for the service that only strings together
-``memoryhub.paths`` and ``memoryhub.tool_text``. Every ``(content, is_error)`` must match.
+``memoryhub.paths`` and ``memoryhub.memory_tool.texts``. Every ``(content, is_error)`` must match.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from anthropic.lib.tools._tool_dispatch import tool_error_content, tool_result_c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memoryhub.paths import ROOT, is_under, normalize_path, reparent
-from memoryhub.tool_text import (
+from memoryhub.memory_tool.texts import (
     DIRECTORY_SIZE,
     VIEW_CHAR_LIMIT,
     DirEntry,
@@ -48,6 +47,7 @@ from memoryhub.tool_text import (
     truncate_view,
     well_formed,
 )
+from memoryhub.paths import ROOT, is_under, normalize_path, reparent
 from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
 
 Outcome = tuple[str, bool]

@@ -21,7 +21,7 @@ import pytest
 import redis
 
 from memoryhub.celery import app as celery_app
-from memoryhub.publisher import embedding_publisher
+from memoryhub.infra.publisher import embedding_publisher
 
 REDIS_URL = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
 READY_TIMEOUT = 60.0

@@ -1,4 +1,4 @@
-"""The Redis transport's publish client (memoryhub/broker.py), against the real Redis."""
+"""The Redis transport's publish client (memoryhub/infra/broker.py), against the real Redis."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import redis
 from kombu import Connection, Exchange, Producer, Queue
 
-import memoryhub.celery  # noqa: F401 - maps redis:// to memoryhub.broker
-from memoryhub.broker import Channel
+import memoryhub.celery  # noqa: F401 - maps redis:// to memoryhub.infra.broker
+from memoryhub.infra.broker import Channel
 from tests.workers.conftest import REDIS_URL
 
 

@@ -50,7 +50,7 @@ def test_a_write_is_embedded_by_the_worker(transactional_db, celery_worker, acme
 def test_a_burst_of_writes_of_two_tenants_is_embedded(
     transactional_db, celery_worker, acme, globex,
 ) -> None:
-    """The writes' embeddings travel together (memoryhub/publisher.py), each in its tenant."""
+    """The writes' embeddings travel together (memoryhub/infra/publisher.py), each in its tenant."""
     for i in range(4):
         put_over_http(acme, f"/notes/a{i}.md", f"{DIET} Note {i}.")
         put_over_http(globex, f"/notes/g{i}.md", f"Bob plays chess. Note {i}.")

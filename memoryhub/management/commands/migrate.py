@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.commands.migrate import Command as DjangoMigrate
 
-from memoryhub.db import MIGRATE_ALIAS
+from memoryhub.infra.db import MIGRATE_ALIAS
 
 
 class Command(DjangoMigrate):
@@ -21,6 +21,6 @@ class Command(DjangoMigrate):
 
     def handle(self, *args: Any, **options: Any) -> None:
         super().handle(*args, **options)
-        from memoryhub.db import grant_app_role
+        from memoryhub.infra.db import grant_app_role
 
         grant_app_role(options["database"])

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser, OutputWrapper
 
-from memoryhub.embeddings import get_provider
+from memoryhub.infra.embeddings import get_provider
 from memoryhub.services.passages import (
     passages_reembed_batch,
     passages_stale_count,

@@ -9,7 +9,7 @@ Each client plays agents for several end users: index, view, create, str_replace
 documents GET. Latencies are measured at the client, so they include HTTP and the client's
 own overhead on the same two cores: the server-side figures are lower.
 
-    python -m deploy.bench_api [--seconds 20] [--rounds 3] [--clients 4] [--users 40] [--workers 2]
+    python -m tests.benchmarks.bench_api [--seconds 20] [--rounds 3] [--clients 4] [--users 40] [--workers 2]
         [--threads 2]
 """
 
@@ -27,7 +27,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-from deploy.benchserver import (
+from tests.benchmarks.benchserver import (
     bench_env,
     create_tenant,
     gunicorn,

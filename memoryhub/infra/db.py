@@ -21,7 +21,7 @@ from psycopg.pq import Format
 M = TypeVar("M", bound=Model)
 TIMESTAMPTZ_OID = psycopg.adapters.types["timestamptz"].oid
 
-# The owner role's connection: only ``migrate`` uses it (see memoryhub/embedded_db.py). The
+# The owner role's connection: only ``migrate`` uses it (see memoryhub/infra/embedded_db.py). The
 # app role could not create tables anyway: it has no CREATE privilege on the schema.
 MIGRATE_ALIAS = "migrate"
 

@@ -4,7 +4,7 @@ memory tool").
 ``tool_run`` parses the tool input and its context fields, resolves the scopes to look in,
 calls one service or selector, and returns ``(content, is_error)``: what the SDK's tool runner
 would put in the ``tool_result``. Every outcome of the command itself is such a pair, never an
-exception: the reference's texts (``memoryhub.tool_text``) for what the reference does, this
+exception: the reference's texts (``memoryhub.memory_tool.texts``) for what the reference does, this
 service's own ``Error: ...`` texts for the rest (malformed input, limits, disabled memory,
 credentials, bad paths). Like the runner, unpaired surrogates in the text become U+FFFD.
 
@@ -29,6 +29,20 @@ from django.db import transaction
 
 from api.params import is_profile_name, is_session_id
 from memoryhub.errors import InvalidScope, MemoryError_, ToolError
+from memoryhub.memory_tool.texts import (
+    append_ok,
+    apply_append,
+    apply_insert,
+    apply_str_replace,
+    check_view_range,
+    create_ok,
+    directory_entries,
+    directory_view,
+    does_not_exist,
+    file_view,
+    truncate_view,
+    well_formed,
+)
 from memoryhub.models import EndUser, Scope
 from memoryhub.paths import ROOT
 from memoryhub.selectors.documents import (
@@ -47,20 +61,6 @@ from memoryhub.services.documents import (
     memory_disabled_error,
     memory_edit,
     memory_rename,
-)
-from memoryhub.tool_text import (
-    append_ok,
-    apply_append,
-    apply_insert,
-    apply_str_replace,
-    check_view_range,
-    create_ok,
-    directory_entries,
-    directory_view,
-    does_not_exist,
-    file_view,
-    truncate_view,
-    well_formed,
 )
 from tenants.models import Tenant
 

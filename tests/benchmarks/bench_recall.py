@@ -22,7 +22,7 @@
    force in numpy over every visible passage (float16 vectors, same formula), and each
    HTTP result's ``similarity`` equals the brute-force cosine.
 
-    python -m deploy.bench_recall [--n 100000] [--seconds 20] [--clients 4] [--fresh] [--unlimited]
+    python -m tests.benchmarks.bench_recall [--n 100000] [--seconds 20] [--clients 4] [--fresh] [--unlimited]
         [--rate R | --rate-share 0.5]
 """
 
@@ -43,7 +43,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import numpy as np
 
-from deploy.benchserver import bench_env, gunicorn, machine_speed, manage, percentile
+from tests.benchmarks.benchserver import bench_env, gunicorn, machine_speed, manage, percentile
 
 DB_NAME = "bench_recall"
 TENANTS = 1_000
@@ -133,7 +133,7 @@ def plan(n: int, *, cap: int | None, seed: int = 42) -> Plan:
 
 
 def _embed_chunk(texts: list[str]) -> np.ndarray:
-    from memoryhub.embeddings.hashing import HashingProvider
+    from memoryhub.infra.embeddings.hashing import HashingProvider
 
     return np.asarray(HashingProvider(dimension=384).embed(texts), dtype=np.float16)
 
@@ -401,11 +401,11 @@ def check_exactness(base: str, sample: list[Query], layout: Plan) -> tuple[int, 
     """(queries whose vector top-10 equals brute force, queries, worst HTTP similarity error)."""
     from django.utils import timezone
 
-    from memoryhub.embeddings import get_provider
+    from memoryhub.infra.embeddings import get_provider
     from memoryhub.models import EndUser, MemoryDocument, Passage
-    from memoryhub.selectors.recall import Visibility, recall_search
+    from memoryhub.selectors.recall import ranking_settings
     from memoryhub.services.passages import provider_key
-    from memoryhub.services.recall import ranking_settings
+    from memoryhub.store.recall import Visibility, recall_search
     from tenants.context import tenant_context
     from tenants.services import api_key_parse
 
@@ -477,12 +477,12 @@ def prepare(
     """The tenants of a loaded database (loading it first when needed)."""
     from django.conf import settings
 
-    from memoryhub.embeddings import get_provider
+    from memoryhub.infra.embeddings import get_provider
     from memoryhub.services.passages import provider_key
     from tenants.models import Tenant
 
     if settings.EMBEDDED_POSTGRES and fresh:
-        from memoryhub.embedded_db import Cluster, ensure_database
+        from memoryhub.infra.embedded_db import Cluster, ensure_database
 
         ensure_database(Cluster(**settings.EMBEDDED_POSTGRES), DB_NAME, recreate=True)
     manage(env, "migrate", "--no-input")

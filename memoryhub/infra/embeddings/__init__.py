@@ -68,11 +68,11 @@ def provider_from_config(config: Mapping[str, Any]) -> EmbeddingProvider:
     kind = config.get("provider", "hashing")
     dimension = int(config.get("dimension", DEFAULT_DIMENSION))
     if kind == "hashing":
-        from memoryhub.embeddings.hashing import HashingProvider
+        from memoryhub.infra.embeddings.hashing import HashingProvider
 
         return HashingProvider(dimension=dimension)
     if kind == "local":
-        from memoryhub.embeddings.local import LocalOnnxProvider
+        from memoryhub.infra.embeddings.local import LocalOnnxProvider
 
         return LocalOnnxProvider(
             model_path=config.get("model_path"),
@@ -88,7 +88,7 @@ def provider_from_config(config: Mapping[str, Any]) -> EmbeddingProvider:
 
 
 def _openai_from_config(config: Mapping[str, Any], dimension: int) -> EmbeddingProvider:
-    from memoryhub.embeddings.openai import OpenAICompatibleProvider
+    from memoryhub.infra.embeddings.openai import OpenAICompatibleProvider
 
     for key in ("url", "model"):
         if not config.get(key):

@@ -1,0 +1,1 @@
+"""Claude's memory tool: the commands, their reference texts and the pure edits."""

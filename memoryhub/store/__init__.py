@@ -1,0 +1,1 @@
+"""Every hand-written SQL statement, behind named functions (see memoryhub/store/README)."""

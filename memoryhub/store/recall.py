@@ -1,0 +1,299 @@
+"""Recall's search: the best passage of each visible document, ranked, in one SQL statement.
+
+Exact, not approximate. The passages an end user's session can see (its session, its
+profile, global) are found through the B-tree ``passage_visible`` (tenant, end user, scope,
+scope key); every one of them that has a vector of the current provider gets its cosine
+similarity to the query (``<=>``). There is no ANN index on purpose: one person's memory is
+small, so computing every distance costs little and the result equals brute force.
+
+Lexical search complements vectors (synonyms aside, a hashing or small model misses exact
+names and numbers) and stands in for them until a worker has embedded a new document.
+The query's words (``terms``: casefolded, deduplicated, stop words dropped unless nothing
+else is left, at most ``max_query_terms``) are matched against each passage: a term counts
+1 when the passage's full-text vector (``'simple'`` configuration) contains it, else its
+trigram ``word_similarity`` with the passage when that reaches pg_trgm's word threshold
+(0.6: plurals, small typos), else 0. ``lexical`` is the mean over terms, in [0, 1].
+
+Costs, and why the fuzzy part is bounded: the full-text test reads the stored ``tsvector``
+(about a microsecond a passage), so it runs on every visible passage. Trigram similarity
+reads the text (about 100 microseconds for a long passage and term), and no index can help:
+under row-level security PostgreSQL evaluates only leakproof operators inside an index scan,
+and ``@@``/``%>`` are not, so GIN indexes on ``search`` or ``text`` are never used for the
+application role (checked with EXPLAIN). Trigram similarity is therefore computed for a
+shortlist only: the ``fuzzy_candidates`` passages ranked best by vector and exact words, plus
+as many not yet embedded (newest first), for which lexical is all there is.
+
+The blend, a noisy-OR, so that each signal can only add to the other:
+
+    relevance = 1 - (1 - max(vector, 0)) * (1 - lexical_weight * lexical)
+
+with ``vector = 0`` before a passage is embedded. A document is represented by its most
+relevant passage, and ranked by
+
+    score = relevance * confidence * recency,  recency = 1 / (1 + recency_weight * ln(1 + age_days))
+
+(age from the document's last change; weights in ``settings.MEMORYHUB_RECALL``). Results
+with ``score < threshold`` are dropped unless the caller asks for everything (``threshold``
+None). ``similarity`` reports the vector's cosine similarity, or the lexical similarity for
+a passage that has no vector yet.
+
+How one statement stays cheap for a person with 100,000 memories: the passages are read once
+(``visible``: the distance and one full-text test of the OR'ed terms per passage, the
+per-term count only where that matched; no text). Only documents and passages that can still
+make the answer are looked at further, and this loses nothing:
+
+- ``pre``, the relevance before fuzzy matching, is the final relevance of every passage
+  outside the fuzzy shortlist; fuzzy matching can only raise it (a term's share is 1 for the
+  exact word in both), and a shortlisted passage is always kept.
+- ``probe``: the ``head`` (the most relevant passages by ``pre``, at least the shortlist)
+  names some documents; each scores at least ``pre * confidence * recency`` of its best head
+  passage, so the ``limit``-th best of these, ``cut``, is a score that ``limit`` documents
+  reach: no result scores less (nor less than ``threshold``).
+- ``score <= relevance``, since confidence is in [0, 1] (a check constraint) and recency is in
+  (0, 1] when ``recency_weight >= 0``. So the best passage of every result has relevance >=
+  ``cut``: it is either shortlisted or has ``pre >= cut``, and those are all that ``scored``
+  keeps. A document whose best passage was left out scores below ``cut`` and is no result;
+  one that is a result is represented by the same passage and score as by brute force.
+  With a negative weight (a setting nobody should use) nothing is left out.
+
+``tests/recall/test_exactness.py`` compares the results with brute force over every passage.
+The statement raises ``work_mem`` for its transaction (the materialized ``visible`` of a
+large memory would otherwise spill to disk) and switches JIT off, whose compilation costs
+more than such a query saves and which big row estimates would trigger.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+
+from django.db import connection
+
+from memoryhub.infra.db import HalfVec, compact_sql
+from memoryhub.services.passages import SEARCH_CONFIG
+
+_WORD = re.compile(r"\w+")
+# English function words: in a question ("what does she eat?") they match every memory.
+_STOPWORDS = frozenset(
+    """
+    a an the and or but if then so than that this these those there here of to in on at by
+    for with from into onto as about over under up down out off is am are was were be been
+    being do does did done have has had having it its i me my mine we us our you your he him
+    his she her hers they them their what which who whom whose when where why how not no
+    all any some can could will would shall should may might must just also very know tell
+    """.split()
+)
+_MIN_TERM_CHARS = 2
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Whose memory, and which scopes of it, one recall may see."""
+
+    tenant_id: int
+    end_user_id: int
+    session_id: str | None
+    profile: str | None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    lexical_weight: float
+    recency_weight: float
+    max_query_terms: int
+    fuzzy_candidates: int = 50
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    document_id: int
+    passage_id: int
+    path: str
+    scope: str
+    scope_key: str
+    snippet: str
+    score: float
+    similarity: float
+    vector: float | None
+    lexical: float | None
+    confidence: float
+    updated_at: datetime
+
+
+def query_terms(query: str, *, limit: int) -> list[str]:
+    """The query's words for lexical matching (see module docstring)."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", query).casefold())
+    unique = list(dict.fromkeys(words))
+    long_enough = [w for w in unique if len(w) >= _MIN_TERM_CHARS] or unique
+    content = [w for w in long_enough if w not in _STOPWORDS] or long_enough
+    return content[:limit]
+
+
+_VISIBLE = """
+    p.tenant_id = %(tenant)s AND p.end_user_id = %(end_user)s
+    AND ((p.scope = 'global' AND p.scope_key = '')
+         OR (p.scope = 'session' AND p.scope_key = %(session)s)
+         OR (p.scope = 'profile' AND p.scope_key = %(profile)s))
+"""
+_VECTOR_SIMILARITY = """
+    CASE WHEN p.embedding IS NOT NULL AND p.embedding_provider = %(provider)s
+         THEN 1 - (p.embedding <=> %(qvec)s::halfvec) END
+"""
+# One full-text test per passage (the terms OR'ed); the per-term count only where it matched.
+_EXACT_SHARE = """
+    CASE WHEN p.search @@ (SELECT any_term FROM any_term)
+         THEN (SELECT count(*) FROM terms t WHERE p.search @@ t.tq)::float8 / %(n_terms)s
+         ELSE 0 END
+"""
+# Per term: 1 for the exact word, else a trigram match of at least pg_trgm's word threshold.
+FUZZY_THRESHOLD = 0.6
+_FUZZY_SHARE = """
+    (SELECT sum(CASE WHEN p.search @@ t.tq THEN 1.0
+                     WHEN word_similarity(t.term, p.text) >= %(fuzzy)s
+                     THEN word_similarity(t.term, p.text) ELSE 0 END)
+     FROM terms t)::float8 / %(n_terms)s
+"""
+
+# A document's score from its best passage ``b`` (module docstring).
+_SCORE = """
+    b.relevance * d.confidence
+      / (1 + %(recency_weight)s * ln(1 + greatest(
+             extract(epoch FROM %(now)s - d.updated_at)::float8, 0) / 86400.0))
+"""
+
+_RANK = """
+WITH terms AS (
+    SELECT t.term, plainto_tsquery('{config}', t.term) AS tq FROM unnest(%(terms)s::text[]) AS t(term)
+),
+any_term AS (  -- tsquery's text form reads back as the same query
+    SELECT string_agg('(' || t.tq::text || ')', ' | ')::tsquery AS any_term
+    FROM terms t WHERE t.tq::text <> ''
+),
+visible AS MATERIALIZED (  -- the only pass over the passages: no text, each distance once
+    SELECT p.id, p.document_id, p.ordinal, {vector} AS vsim, {exact} AS exact
+    FROM memoryhub_passage p
+    WHERE {visible}
+),
+prefuzzy AS NOT MATERIALIZED (  -- relevance before fuzzy matching, which can only raise it
+    SELECT v.*, 1 - (1 - greatest(coalesce(v.vsim, 0), 0)) * (1 - %(lexical_weight)s * v.exact)
+             AS pre
+    FROM visible v
+),
+head AS MATERIALIZED (
+    SELECT * FROM prefuzzy ORDER BY pre DESC, id LIMIT %(head)s
+),
+probe AS (  -- at least `limit` documents score this much: no result scores less
+    SELECT {score} AS score
+    FROM (SELECT DISTINCT ON (h.document_id) h.document_id, h.pre AS relevance
+          FROM head h ORDER BY h.document_id, h.pre DESC) b
+    JOIN memoryhub_memorydocument d ON d.id = b.document_id AND d.tenant_id = %(tenant)s
+    ORDER BY score DESC LIMIT 1 OFFSET %(limit)s - 1
+),
+cut AS (  -- score <= relevance: a passage less relevant than this cannot be a result's
+    SELECT CASE WHEN %(prune)s THEN greatest(
+               coalesce((SELECT score FROM probe), '-Infinity'),
+               coalesce(%(threshold)s::float8, '-Infinity'))
+           ELSE '-Infinity' END AS cut
+),
+unembedded AS (
+    SELECT v.id FROM visible v WHERE v.vsim IS NULL ORDER BY v.id DESC LIMIT %(fuzzy_candidates)s
+),
+shortlist AS (
+    (SELECT h.id FROM head h ORDER BY h.pre DESC, h.id LIMIT %(fuzzy_candidates)s)
+    UNION
+    SELECT u.id FROM unembedded u
+),
+fuzzy AS MATERIALIZED (  -- materialized: else the planner may compute it for every row
+    SELECT p.id, {fuzzy} AS lex
+    FROM shortlist s JOIN memoryhub_passage p ON p.id = s.id AND p.tenant_id = %(tenant)s
+),
+scored AS (
+    SELECT c.id, c.document_id, c.ordinal, c.vsim, coalesce(f.lex, c.exact) AS lex,
+           1 - (1 - greatest(coalesce(c.vsim, 0), 0))
+             * (1 - %(lexical_weight)s * coalesce(f.lex, c.exact)) AS relevance
+    FROM prefuzzy c LEFT JOIN fuzzy f ON f.id = c.id
+    WHERE (c.pre >= (SELECT cut FROM cut) OR c.id IN (SELECT s.id FROM shortlist s))
+      AND (c.vsim IS NOT NULL OR coalesce(f.lex, c.exact) > 0)
+),
+best AS (
+    SELECT DISTINCT ON (document_id) * FROM scored
+    ORDER BY document_id, relevance DESC, ordinal
+),
+ranked AS (
+    SELECT b.*, d.path, d.scope, d.scope_key, d.confidence, d.updated_at, {score} AS score
+    FROM best b JOIN memoryhub_memorydocument d
+      ON d.id = b.document_id AND d.tenant_id = %(tenant)s
+),
+top AS (
+    SELECT * FROM ranked r WHERE {threshold}
+    ORDER BY r.score DESC, r.updated_at DESC, r.document_id LIMIT %(limit)s
+)
+SELECT r.document_id, r.id, r.path, r.scope, r.scope_key, p.text, r.score, r.vsim, r.lex,
+       r.confidence, r.updated_at
+FROM top r JOIN memoryhub_passage p ON p.id = r.id AND p.tenant_id = %(tenant)s
+ORDER BY r.score DESC, r.updated_at DESC, r.document_id
+"""
+# The search runs in the request's transaction; these last until it ends. Plain index scans
+# are off: the planner underestimates how many passages one person has (the scope OR), and
+# fetching thousands of them one index entry at a time takes twice a bitmap scan's time.
+# The statement is prepared like every other (settings.py) and PostgreSQL soon settles on a
+# generic plan: measured on the 1M benchmark, that saves the 1.5 ms of planning at the median
+# and costs nothing at p95 (the plan's shape does not depend on the person's size here).
+_SESSION = (
+    "SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true), "
+    "set_config('enable_indexscan', 'off', true)"
+)
+_HEAD_PER_RESULT = 4
+
+
+def recall_search(
+    *, visibility: Visibility, query_vector: list[float] | None, provider: str, terms: list[str],
+    limit: int, threshold: float | None, ranking: Ranking, now: datetime,
+) -> list[RecallHit]:
+    """Rank the visible documents for a query (module docstring); ``threshold`` None keeps all."""
+    params: dict[str, object] = {
+        "tenant": visibility.tenant_id, "end_user": visibility.end_user_id,
+        "session": visibility.session_id, "profile": visibility.profile,
+        "provider": provider, "lexical_weight": ranking.lexical_weight,
+        "recency_weight": ranking.recency_weight, "now": now, "limit": limit,
+        "threshold": threshold, "fuzzy_candidates": ranking.fuzzy_candidates,
+        "terms": terms, "n_terms": max(len(terms), 1), "fuzzy": FUZZY_THRESHOLD,
+        "head": max(ranking.fuzzy_candidates, _HEAD_PER_RESULT * limit),
+        # The cut rests on score <= relevance <= relevance after fuzzy matching.
+        "prune": ranking.recency_weight >= 0 and ranking.lexical_weight >= 0,
+    }
+    if query_vector is not None:
+        params["qvec"] = HalfVec(query_vector)
+    sql = _statement(query_vector is not None, bool(terms), threshold is not None)
+    with connection.cursor() as cursor:
+        cursor.execute(_SESSION)
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [_hit(row) for row in rows]
+
+
+@cache
+def _statement(vector: bool, terms: bool, threshold: bool) -> str:
+    """The statement for a query with or without a vector, terms and a threshold, compacted
+    to fit psycopg's cache of parsed statements (4,096 characters)."""
+    return compact_sql(_RANK.format(
+        config=SEARCH_CONFIG, visible=_VISIBLE, score=_SCORE,
+        vector=_VECTOR_SIMILARITY if vector else "NULL::float8",
+        exact=_EXACT_SHARE if terms else "0::float8",
+        fuzzy=_FUZZY_SHARE if terms else "0::float8",
+        threshold="r.score >= %(threshold)s" if threshold else "true",
+    ))
+
+
+def _hit(row: tuple) -> RecallHit:
+    document_id, passage_id, path, scope, scope_key, text, score, vsim, lex, confidence, updated = row
+    similarity = vsim if vsim is not None else (lex or 0.0)
+    return RecallHit(
+        document_id=document_id, passage_id=passage_id, path=path, scope=scope,
+        scope_key=scope_key, snippet=text, score=float(score), similarity=float(similarity),
+        vector=None if vsim is None else float(vsim), lexical=None if lex is None else float(lex),
+        confidence=float(confidence), updated_at=updated,
+    )
