@@ -2,6 +2,11 @@
 
 The key names its tenant, so the lookup runs inside that tenant's context and RLS applies
 to it like to any other query: a key cannot even be *looked up* across tenants.
+
+Two steps, called by ``api.base.TenantAPIView``: ``request_key`` reads the header,
+``key_authenticate`` checks the key and loads, in the same statement, whatever the view asks
+for besides (the end user its URL names, locked for a write). Authentication asks the view
+nothing: what to load is passed in.
 """
 
 from __future__ import annotations
