@@ -2,6 +2,11 @@
 
 The key names its tenant, so the lookup runs inside that tenant's context and RLS applies
 to it like to any other query: a key cannot even be *looked up* across tenants.
+
+Two steps, called by ``api.base.TenantAPIView``: ``request_key`` reads the header,
+``key_authenticate`` checks the key and loads, in the same statement, whatever the view asks
+for besides (the end user its URL names, locked for a write). Authentication asks the view
+nothing: what to load is passed in.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from memoryhub.infra.db import model_columns, model_from_row
 from memoryhub.models import EndUser
 from tenants.context import current_tenant_id, tenant_context
 from tenants.models import ApiKey, Tenant
-from tenants.services import api_key_parse, hash_secret
+from tenants.services import ParsedKey, api_key_parse, hash_secret
 
 # last_used_at is refreshed at most this often, so reads do not all turn into writes.
 LAST_USED_RESOLUTION_SECONDS = 60
@@ -101,19 +106,6 @@ def _bearer_key(request: Request) -> str | None:
     return raw.strip()
 
 
-def _url_user_id(request: Request) -> str | None:
-    """The end user the URL names (unvalidated: only a query parameter here; views check it)."""
-    user_id = (getattr(request, "parser_context", None) or {}).get("kwargs", {}).get("user_id")
-    return user_id if isinstance(user_id, str) else None
-
-
-def _writes(request: Request) -> bool:
-    """Whether the view says this request writes the person's memory (``writes_memory``)."""
-    view = (getattr(request, "parser_context", None) or {}).get("view")
-    writes_memory = getattr(view, "writes_memory", None)
-    return bool(writes_memory(request)) if writes_memory is not None else False
-
-
 def tenant_hint(request: Request) -> int | None:
     """The tenant a well-formed key names (not yet verified), to open its transaction early."""
     raw = _bearer_key(request)
@@ -121,36 +113,67 @@ def tenant_hint(request: Request) -> int | None:
     return parsed.tenant_id if parsed else None
 
 
+@dataclass(frozen=True)
+class Authenticated:
+    """What a valid key brings: who calls, the key (its ``tenant`` loaded), and the end user
+    asked for with it (None when not asked for or unknown)."""
+
+    principal: ApiPrincipal
+    key: ApiKey
+    end_user: EndUser | None
+
+
+def request_key(request: Request) -> ParsedKey | None:
+    """The key the request's ``Authorization`` header holds, not yet checked; ``None`` without
+    the header; ``AuthenticationFailed`` for anything but a well-formed ``Bearer`` key."""
+    if not authentication.get_authorization_header(request):
+        return None
+    raw = _bearer_key(request)
+    if raw is None:
+        raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
+    parsed = api_key_parse(raw)
+    if parsed is None:
+        raise exceptions.AuthenticationFailed("Unknown API key.")
+    return parsed
+
+
+def key_authenticate(
+    parsed: ParsedKey, *, user_id: str | None = None, lock_person: bool = False
+) -> Authenticated:
+    """Check the key, and read in the same statement the tenant's end user ``user_id`` when
+    given (with the person's write lock if ``lock_person``: the caller is about to write
+    them). ``AuthenticationFailed`` for an unknown or revoked key."""
+    with tenant_context(parsed.tenant_id):
+        key, end_user = _key_find(parsed.lookup_id, user_id, lock_person=lock_person)
+        if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(parsed.secret)):
+            raise exceptions.AuthenticationFailed("Unknown API key.")
+        if key.revoked_at is not None:
+            raise exceptions.AuthenticationFailed("This API key has been revoked.")
+        now = timezone.now()
+        if key.last_used_at is None or (now - key.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    principal = ApiPrincipal(
+        tenant_id=key.tenant_id, key_id=key.pk, lookup_id=key.lookup_id,
+        permissions=frozenset(key.permissions),
+    )
+    return Authenticated(principal=principal, key=key, end_user=end_user)
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """DRF's authentication class for the key alone (the schema views, the 401 header).
+
+    Tenant views do not come here: ``TenantAPIView.perform_authentication`` calls
+    ``key_authenticate`` itself, saying which person to load with the key and whether to lock
+    them."""
+
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[ApiPrincipal, ApiKey] | None:
-        if not authentication.get_authorization_header(request):
-            return None
-        raw = _bearer_key(request)
-        if raw is None:
-            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
-        parsed = api_key_parse(raw)
+        parsed = request_key(request)
         if parsed is None:
-            raise exceptions.AuthenticationFailed("Unknown API key.")
-        user_id = _url_user_id(request)
-        locked = user_id is not None and _writes(request)
-        with tenant_context(parsed.tenant_id):
-            key, end_user = _key_find(parsed.lookup_id, user_id, lock_person=locked)
-            if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(parsed.secret)):
-                raise exceptions.AuthenticationFailed("Unknown API key.")
-            if key.revoked_at is not None:
-                raise exceptions.AuthenticationFailed("This API key has been revoked.")
-            now = timezone.now()
-            if key.last_used_at is None or (now - key.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS:
-                ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-        request.prefetched_end_user = end_user  # see TenantAPIView.initial
-        request.prefetched_end_user_locked = locked
-        principal = ApiPrincipal(
-            tenant_id=key.tenant_id, key_id=key.pk, lookup_id=key.lookup_id,
-            permissions=frozenset(key.permissions),
-        )
-        return principal, key
+            return None
+        found = key_authenticate(parsed)
+        return found.principal, found.key
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'

@@ -4,6 +4,11 @@ Authentication and the handler run inside ``tenant_context`` of the tenant the k
 one transaction with ``app.tenant_id`` set locally. ``dispatch``'s
 ``finally`` always leaves the context, because server threads are reused; an exception
 rolls the transaction back before DRF turns it into an error response.
+
+The path of a request: the view says what authentication loads besides the key (the end
+user its URL's ``user_id`` names, with the person's write lock when it declares that it
+writes them), ``key_authenticate`` reads both in one statement, and the handler passes
+``self.end_user`` on to the service or selector it calls.
 """
 
 from __future__ import annotations
@@ -15,18 +20,26 @@ from typing import Any
 from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.functional import cached_property
+from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.authentication import ApiPrincipal, tenant_hint
-from memoryhub.selectors.documents import enduser_prefetched
+from api.authentication import ApiPrincipal, key_authenticate, request_key, tenant_hint
+from memoryhub.models import EndUser
 from tenants.context import tenant_context
 from tenants.models import ApiKey, Tenant
 
 
 class TenantAPIView(APIView):
     _tenant_stack: ExitStack | None = None
+    # The methods whose handler writes the person the URL names (see writes_end_user).
+    writing_methods: frozenset[str] = frozenset()
+    # The end user the URL's user_id names, read with the key in this transaction; None for
+    # an unknown person or a URL without user_id. ``end_user_locked``: read with the person's
+    # write lock (the view declared that this request writes them).
+    end_user: EndUser | None = None
+    end_user_locked: bool = False
 
     @property
     def principal(self) -> ApiPrincipal:
@@ -53,17 +66,31 @@ class TenantAPIView(APIView):
             self._tenant_stack = ExitStack()
             self._tenant_stack.enter_context(tenant_context(tenant_id))
         super().initial(request, *args, **kwargs)
-        # The person the URL names came with the key, in this transaction: no second query.
-        end_user = getattr(request, "prefetched_end_user", None)
-        if end_user is not None and self._tenant_stack is not None:
-            locked = getattr(request, "prefetched_end_user_locked", False)
-            self._tenant_stack.enter_context(enduser_prefetched(end_user, locked=locked))
 
-    def writes_memory(self, request: Request) -> bool:
-        """Whether the request writes the person's memory, known before authentication: then
-        the key's query takes the person's write lock as well (api/authentication.py).
-        Views that write override it; False is always safe (the write locks on its own)."""
-        return False
+    def writes_end_user(self, request: Request) -> bool:
+        """Whether this request writes the person the URL names, decided before
+        authentication: then the key's statement takes the person's write lock as well.
+        Views declare it with ``writing_methods`` (or override it); False is always safe, as
+        a write service handed an unlocked person takes the lock itself."""
+        return request.method in self.writing_methods
+
+    def perform_authentication(self, request: Request) -> None:
+        # Most handlers read or write the person the URL names next, so the key's statement
+        # loads them too (and locks them for a write): one round trip instead of two or three.
+        try:
+            parsed = request_key(request)
+            if parsed is None:  # no credentials: the permission check answers 401
+                request.user = request.auth = None  # settings: UNAUTHENTICATED_USER is None
+                return
+            user_id = self.kwargs.get("user_id")  # unvalidated here: the handler checks it
+            user_id = user_id if isinstance(user_id, str) else None
+            locked = user_id is not None and self.writes_end_user(request)
+            found = key_authenticate(parsed, user_id=user_id, lock_person=locked)
+        except APIException:
+            request.user = request.auth = None  # as DRF leaves a failed authentication
+            raise
+        request.user, request.auth = found.principal, found.key
+        self.end_user, self.end_user_locked = found.end_user, locked
 
     def handle_exception(self, exc: Exception) -> Response:
         if self._tenant_stack is not None:

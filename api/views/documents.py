@@ -44,9 +44,10 @@ from api.serializers import (
 from memoryhub import paths
 from memoryhub.errors import MemoryError_, ScopeFull, TooManyWrites, VersionMismatch
 from memoryhub.models import Actor, MemoryDocument, Scope
-from memoryhub.selectors.documents import document_get, enduser_find
+from memoryhub.selectors.documents import document_get
 from memoryhub.selectors.people import DocumentFilter, person_documents_page
 from memoryhub.services.documents import document_put, document_remove, enduser_get_or_create
+from memoryhub.services.writer import Writer
 
 TAGS = ["documents"]
 RETRY_AFTER_SECONDS = 60  # the write limit's window without a turn_id
@@ -221,9 +222,9 @@ class DocumentView(TenantAPIView):
 
     scope: str = ""
     parser_classes = [TextRuleJSONParser]  # invalid UTF-8 in content is 422 not_text
-
-    def writes_memory(self, request: Request) -> bool:
-        return request.method == "PUT"  # the key's statement then locks the person
+    # PUT writes the person: the key's statement then locks them. (DELETE does not: it may
+    # find nothing to delete, and document_remove takes the lock when it does.)
+    writing_methods = frozenset({"PUT"})
 
     def scope_key(self, kwargs: dict[str, str]) -> str:
         raise NotImplementedError
@@ -239,7 +240,7 @@ class DocumentView(TenantAPIView):
 
     def find(self, target: Target) -> MemoryDocument | None:
         """The document, with ``end_user`` loaded (None for an unknown person or path)."""
-        end_user = enduser_find(user_id=target.user_id)
+        end_user = self.end_user  # the person target.user_id names, read with the key
         document = document_get(
             end_user=end_user, scope=target.scope, scope_key=target.scope_key, path=target.path
         )
@@ -271,16 +272,21 @@ class DocumentView(TenantAPIView):
         body.is_valid(raise_exception=True)
         expected_version = self.expected_version(request, target)
         create_only = self.create_only(request)
-        end_user = enduser_get_or_create(tenant=self.tenant, user_id=target.user_id)
+        # The key's statement read the person with their write lock (writing_methods); a
+        # person not yet known is created here, and comes back locked as well.
+        end_user, locked = self.end_user, self.end_user_locked
+        if end_user is None:
+            end_user, locked = enduser_get_or_create(tenant=self.tenant,
+                                                     user_id=target.user_id), True
         try:
             document, created = document_put(
-                tenant=self.tenant, end_user=end_user, scope=target.scope,
-                scope_key=target.scope_key, path=target.written_path,
+                writer=Writer(tenant=self.tenant, actor=Actor.APP), end_user=end_user,
+                scope=target.scope, scope_key=target.scope_key, path=target.written_path,
                 content=body.validated_data["content"],
                 description=body.validated_data.get("description"),
                 confidence=body.validated_data.get("confidence"),
-                actor=Actor.APP, expected_version=expected_version, create_only=create_only,
-                person_locked=True,  # enduser_get_or_create returns the person locked
+                expected_version=expected_version, create_only=create_only,
+                person_locked=locked,
             )
         except ScopeFull as exc:
             # Answered, not raised: raising rolls the transaction back, and the refusal's
@@ -300,8 +306,9 @@ class DocumentView(TenantAPIView):
             raise ApiError(404, "not_found", NOT_FOUND)
         expected_version = self.expected_version(request, target, document)
         try:
-            document_remove(tenant=self.tenant, end_user=document.end_user, document=document,
-                            actor=Actor.APP, expected_version=expected_version)
+            document_remove(writer=Writer(tenant=self.tenant, actor=Actor.APP),
+                            end_user=document.end_user, document=document,
+                            expected_version=expected_version)
         except MemoryError_ as exc:
             raise api_error(exc) from exc
         return Response(status=204)

@@ -27,7 +27,7 @@ from api.errors import ApiError
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
 from api.serializers import TextRuleJSONParser, body_is_empty, with_errors
 from memoryhub.memory_tool.commands import COMMANDS, command_writes, tool_run
-from memoryhub.selectors.documents import enduser_find, index_build, snapshot_build
+from memoryhub.selectors.documents import index_build, snapshot_build
 
 
 class MemoryToolInput(serializers.Serializer):
@@ -89,10 +89,13 @@ class MemoryToolView(TenantAPIView):
     parser_classes = [TextRuleJSONParser]
     _body_error: APIException | None = None
 
-    def writes_memory(self, request: Request) -> bool:
-        # The body is parsed before authentication for this. A body DRF cannot parse is kept
-        # for the handler: authentication's errors still come first, and the handler then
-        # answers the parse error as before (DRF would give empty data on a second read).
+    def writes_end_user(self, request: Request) -> bool:
+        # The one request that needs its body before authentication: whether the command
+        # writes (``view`` does not, ``create`` does) decides whether the key's statement
+        # takes the person's write lock, which keeps a command to one round trip for the
+        # person. A body DRF cannot parse is kept for the handler: authentication's errors
+        # still come first (401 before 400), and the handler then answers the parse error
+        # (DRF would give empty data on a second read).
         if request.method != "POST":
             return False
         try:
@@ -118,7 +121,10 @@ class MemoryToolView(TenantAPIView):
         if not isinstance(request.data, dict) or body_is_empty(request):
             raise ApiError(400, "invalid_body", "The body must be a JSON object: the memory "
                            "tool's input, plus optional session_id, profile, scope and turn_id.")
-        content, is_error = tool_run(tenant=self.tenant, user_id=user_id, payload=request.data)
+        content, is_error = tool_run(
+            tenant=self.tenant, user_id=user_id, end_user=self.end_user,
+            person_locked=self.end_user_locked, payload=request.data,
+        )
         return Response({"content": content, "is_error": is_error})
 
 
@@ -126,12 +132,12 @@ class _ContextReadView(TenantAPIView):
     """A read of what one conversation sees; ``session_id`` and ``profile`` from the query."""
 
     def _context(self, request: Request, user_id: str) -> dict:
-        user_id = valid_user_id(user_id)
+        valid_user_id(user_id)  # the person came with the key; a bad user_id is still a 400
         return {
             "tenant": self.tenant,
             "session_id": optional(request.query_params, "session_id", valid_session_id),
             "profile": optional(request.query_params, "profile", valid_profile),
-            "end_user": enduser_find(user_id=user_id),
+            "end_user": self.end_user,
         }
 
 

@@ -92,12 +92,12 @@ class RecallView(TenantAPIView):
         tags=["recall"],
     )
     def post(self, request: Request, user_id: str) -> Response:
-        user_id = valid_user_id(user_id)
+        valid_user_id(user_id)  # the person came with the key; a bad user_id is still a 400
         body = RecallInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         recall = memory_recall(
-            tenant=self.tenant, user_id=user_id, query=data["query"], limit=data["limit"],
+            tenant=self.tenant, end_user=self.end_user, query=data["query"], limit=data["limit"],
             threshold=data.get("threshold"), relaxed=data["relaxed"],
             session_id=_optional(data.get("session_id"), valid_session_id),
             profile=_optional(data.get("profile"), valid_profile),

@@ -62,6 +62,7 @@ from memoryhub.services.documents import (
     memory_edit,
     memory_rename,
 )
+from memoryhub.services.writer import Writer
 from tenants.models import Tenant
 
 ACTOR = "assistant"
@@ -95,39 +96,49 @@ class ToolContext:
 
 @dataclass(frozen=True)
 class Call:
-    """One command being run: who for, with what input."""
+    """One command being run: who for, by whom, with what input."""
 
-    tenant: Tenant
+    writer: Writer  # the tenant, the assistant, the context's turn and session
     user_id: str
     end_user: EndUser | None  # locked when the command writes
     context: ToolContext
     command: str
     payload: Mapping[str, Any]
 
-    def writes(self) -> dict[str, Any]:
-        """The keyword arguments every write service takes for the actor and its turn."""
-        return {"tenant": self.tenant, "actor": ACTOR, "turn_id": self.context.turn_id,
-                "session_id": self.context.session_id}
 
-
-def tool_run(*, tenant: Tenant, user_id: str, payload: Mapping[str, Any]) -> tuple[str, bool]:
+def tool_run(
+    *, tenant: Tenant, user_id: str, end_user: EndUser | None, person_locked: bool,
+    payload: Mapping[str, Any],
+) -> tuple[str, bool]:
     """Run one memory tool command for ``user_id``; returns ``(content, is_error)``.
 
-    Runs inside ``tenant_context``. A write locks the person's row; a read never creates it.
+    ``end_user`` is that person as the caller read them in this transaction (None when
+    unknown), with the person's write lock if ``person_locked``: the API reads them with its
+    key, locked when ``command_writes(payload)``. A command that writes a person read without
+    the lock reads them again with it. Runs inside ``tenant_context``; a read never creates
+    the person.
     """
     try:
-        return well_formed(_run(tenant=tenant, user_id=user_id, payload=payload)), False
+        message = _run(tenant=tenant, user_id=user_id, end_user=end_user,
+                       person_locked=person_locked, payload=payload)
+        return well_formed(message), False
     except MemoryError_ as exc:
         return well_formed(exc.message), True
 
 
-def _run(*, tenant: Tenant, user_id: str, payload: Mapping[str, Any]) -> str:
+def _run(
+    *, tenant: Tenant, user_id: str, end_user: EndUser | None, person_locked: bool,
+    payload: Mapping[str, Any],
+) -> str:
     # Memory switched off answers "memory is disabled" whatever else is wrong with the input
     # (API v1: "every memory tool command answers Error: memory is disabled ..."): the model
     # must learn that first, not fix its arguments and try again. The tenant's and the
     # person's switches need no input; the profile's needs a valid profile name.
     command = payload.get("command")
-    end_user = enduser_find(user_id=user_id, for_update=command_writes(payload))
+    if command_writes(payload) and not person_locked:
+        # Every write runs under the person's write lock (memoryhub.services.documents), and
+        # the row must be read with it: the switch or the person may have changed since.
+        end_user = enduser_find(user_id=user_id, for_update=True)
     _check_enabled(tenant=tenant, end_user=end_user, profile=None)
     _check_enabled(tenant=tenant, end_user=end_user, profile=_profile(payload))
     context = _context(payload)
@@ -137,7 +148,9 @@ def _run(*, tenant: Tenant, user_id: str, payload: Mapping[str, Any]) -> str:
         raise ToolError(
             f"Error: unknown command {command!r}; use one of {', '.join(COMMANDS)}."
         )
-    call = Call(tenant=tenant, user_id=user_id, end_user=end_user, context=context,
+    writer = Writer(tenant=tenant, actor=ACTOR, turn_id=context.turn_id,
+                    session_id=context.session_id)
+    call = Call(writer=writer, user_id=user_id, end_user=end_user, context=context,
                 command=command, payload=payload)
     return _HANDLERS[command](call)
 
@@ -247,22 +260,22 @@ def _create(call: Call) -> str:
     raw, path = _path(call)
     content = _text(call, "file_text")
     arguments = {"location": call.context.create_location(), "path": path, "label": raw,
-                 "content": content, "description": call.payload.get("description"),
-                 **call.writes()}
+                 "content": content, "description": call.payload.get("description")}
     if call.end_user is not None or path == ROOT:
-        memory_create(end_user=call.end_user, **arguments)
+        memory_create(writer=call.writer, end_user=call.end_user, **arguments)
     else:
         # The person's first write creates them; a refused one must not leave them behind.
         with transaction.atomic():
-            end_user = enduser_get_or_create(tenant=call.tenant, user_id=call.user_id)
-            memory_create(end_user=end_user, **arguments)
+            end_user = enduser_get_or_create(tenant=call.writer.tenant, user_id=call.user_id)
+            memory_create(writer=call.writer, end_user=end_user, **arguments)
     return create_ok(raw)
 
 
 def _edit(call: Call, raw: str, path: str, edit: Callable[[str, str], tuple[str, str]]) -> str:
     """A read-modify-write command; ``edit(content, label)`` gives (new content, text)."""
-    return memory_edit(end_user=call.end_user, locations=call.context.lookup(), path=path,
-                       label=raw, edit=lambda content: edit(content, raw), **call.writes())
+    return memory_edit(writer=call.writer, end_user=call.end_user,
+                       locations=call.context.lookup(), path=path, label=raw,
+                       edit=lambda content: edit(content, raw))
 
 
 # Each command checks its path first: the reference refuses a bad path before anything else.
@@ -291,15 +304,16 @@ def _append(call: Call) -> str:
 
 def _delete(call: Call) -> str:
     raw, path = _path(call)
-    return memory_delete(end_user=call.end_user, locations=call.context.lookup(), path=path,
-                         label=raw, **call.writes())
+    return memory_delete(writer=call.writer, end_user=call.end_user,
+                         locations=call.context.lookup(), path=path, label=raw)
 
 
 def _rename(call: Call) -> str:
     old_raw, old = _path(call, "old_path")
     new_raw, new = _path(call, "new_path")
-    return memory_rename(end_user=call.end_user, locations=call.context.lookup(), old=old,
-                         new=new, old_label=old_raw, new_label=new_raw, **call.writes())
+    return memory_rename(writer=call.writer, end_user=call.end_user,
+                         locations=call.context.lookup(), old=old, new=new, old_label=old_raw,
+                         new_label=new_raw)
 
 
 _HANDLERS: dict[str, Callable[[Call], str]] = {

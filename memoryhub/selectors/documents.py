@@ -16,9 +16,7 @@ Every function runs inside ``tenant_context`` (the managers and RLS need it).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -134,45 +132,8 @@ _ENDUSER = (
 )
 
 
-# The end user an API request's URL names, read with its key in the same transaction
-# (api/authentication.py): the first plain ``enduser_find`` of that person takes it instead of
-# a query, and so does the first locking find when the key's query took the person's write
-# lock too (a request that writes). Taking it once, and dropping it on a locking find it does
-# not satisfy, means a person re-read after a change in the same request comes from the
-# database.
-_prefetched: ContextVar[tuple[EndUser, bool] | None] = ContextVar(
-    "memoryhub_prefetched_end_user", default=None
-)
-
-
-@contextmanager
-def enduser_prefetched(end_user: EndUser, *, locked: bool = False) -> Iterator[None]:
-    """Offer ``end_user`` (read in the current transaction, with the person's write lock if
-    ``locked``) to the block's first find."""
-    token = _prefetched.set((end_user, locked))
-    try:
-        yield
-    finally:
-        _prefetched.reset(token)
-
-
-def _take_prefetched(user_id: str, for_update: bool) -> EndUser | None:
-    offer = _prefetched.get()
-    if offer is None:
-        return None
-    _prefetched.set(None)
-    end_user, locked = offer
-    fits = locked or not for_update  # a locking find needs a row read with the lock
-    if not fits or end_user.user_id != user_id or end_user.tenant_id != current_tenant_id():
-        return None
-    return end_user
-
-
 def enduser_find(*, user_id: str, for_update: bool = False) -> EndUser | None:
     """The end user, or ``None``; ``for_update`` takes the person's write lock (see services)."""
-    prefetched = _take_prefetched(user_id, for_update)
-    if prefetched is not None:
-        return prefetched
     with connection.cursor() as cursor:
         cursor.execute(_ENDUSER + (" FOR NO KEY UPDATE" if for_update else ""),
                        [current_tenant_id(), user_id])

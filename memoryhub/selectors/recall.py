@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from memoryhub.infra.embeddings import get_provider
 from memoryhub.models import EndUser
-from memoryhub.selectors.documents import enduser_find, memory_enabled
+from memoryhub.selectors.documents import memory_enabled
 from memoryhub.services.passages import provider_key
 from memoryhub.store.recall import (
     Ranking,
@@ -66,9 +66,10 @@ def ranking_settings() -> Ranking:
     )
 
 
-def _visible_end_user(*, tenant: Tenant, user_id: str, profile: str | None) -> EndUser | None:
+def _visible_end_user(
+    *, tenant: Tenant, end_user: EndUser | None, profile: str | None
+) -> EndUser | None:
     """The end user whose memory this session may read, or None when it gets no memory."""
-    end_user = enduser_find(user_id=user_id)
     if end_user is None or not memory_enabled(tenant=tenant, end_user=end_user, profile=profile):
         return None
     return end_user
@@ -86,10 +87,12 @@ def query_embed(query: str) -> tuple[list[float] | None, str, float]:
 
 
 def memory_recall(
-    *, tenant: Tenant, user_id: str, query: str, limit: int, threshold: float | None,
-    relaxed: bool, session_id: str | None, profile: str | None, now: datetime | None = None,
+    *, tenant: Tenant, end_user: EndUser | None, query: str, limit: int,
+    threshold: float | None, relaxed: bool, session_id: str | None, profile: str | None,
+    now: datetime | None = None,
 ) -> Recall:
-    end_user = _visible_end_user(tenant=tenant, user_id=user_id, profile=profile)
+    """``end_user``: the person asking, as read in this transaction (None when unknown)."""
+    end_user = _visible_end_user(tenant=tenant, end_user=end_user, profile=profile)
     if end_user is None:
         return EMPTY
     threshold = tenant.recall_threshold if threshold is None else threshold

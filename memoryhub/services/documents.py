@@ -1,5 +1,6 @@
 """Writes of memory documents. Every writer goes through here: the memory tool (actor
-``assistant``), the documents API (``app``) and the web pages (``user``).
+``assistant``), the documents API (``app``) and the web pages (``user``), each naming itself
+with a ``Writer`` (``memoryhub.services.writer``: tenant, actor, the memory tool's turn).
 
 Every write:
 
@@ -85,6 +86,7 @@ from memoryhub.selectors.documents import (
 from memoryhub.services.events import changed_event
 from memoryhub.services.limits import document_size_check, scope_bytes_check, write_tally_take
 from memoryhub.services.passages import document_indexed
+from memoryhub.services.writer import Writer
 from tenants.context import current_tenant_id
 from tenants.models import Tenant
 
@@ -182,31 +184,27 @@ def _credential_check(*texts: str | None) -> None:
             raise CredentialDetected(credential_message(name))
 
 
-def _count_write(
-    *, tenant: Tenant, end_user: EndUser, actor: str, turn_id: str | None,
-    session_id: str | None,
-) -> None:
+def _count_write(*, writer: Writer, end_user: EndUser) -> None:
     """``max_writes_per_turn`` counts the memory tool's writes only (see memoryhub.services.limits)."""
-    if actor == Actor.ASSISTANT:
-        write_tally_take(tenant=tenant, end_user=end_user, turn_id=turn_id, session_id=session_id)
+    if writer.actor == Actor.ASSISTANT:
+        write_tally_take(tenant=writer.tenant, end_user=end_user, turn_id=writer.turn_id,
+                         session_id=writer.session_id)
 
 
 def _write_checks(
-    *, tenant: Tenant, end_user: EndUser, location: Location, label: str, content: str,
-    old_bytes: int, actor: str, turn_id: str | None, session_id: str | None,
-    scope_bytes: int | None = None,
+    *, writer: Writer, end_user: EndUser, location: Location, label: str, content: str,
+    old_bytes: int, scope_bytes: int | None = None,
 ) -> int:
     """Every rule a new content must pass, cheapest first; returns its UTF-8 size."""
     text_check(content)
     _credential_check(content)
     size = len(content.encode("utf-8"))
-    document_size_check(tenant=tenant, label=label, size=size)
+    document_size_check(tenant=writer.tenant, label=label, size=size)
     scope_bytes_check(
-        tenant=tenant, end_user=end_user, scope=location[0], scope_key=location[1],
-        old_bytes=old_bytes, new_bytes=size, actor=actor, used=scope_bytes,
+        tenant=writer.tenant, end_user=end_user, scope=location[0], scope_key=location[1],
+        old_bytes=old_bytes, new_bytes=size, actor=writer.actor, used=scope_bytes,
     )
-    _count_write(tenant=tenant, end_user=end_user, actor=actor, turn_id=turn_id,
-                 session_id=session_id)
+    _count_write(writer=writer, end_user=end_user)
     return size
 
 
@@ -335,15 +333,15 @@ def _delete(*, tenant: Tenant, end_user: EndUser, documents: Sequence[MemoryDocu
 
 
 def document_put(
-    *, tenant: Tenant, end_user: EndUser, scope: str, scope_key: str, path: str, content: str,
-    description: str | None = None, confidence: float | None = None, actor: str,
-    expected_version: int | None = None, create_only: bool = False,
-    turn_id: str | None = None, session_id: str | None = None, person_locked: bool = False,
+    *, writer: Writer, end_user: EndUser, scope: str, scope_key: str, path: str, content: str,
+    description: str | None = None, confidence: float | None = None,
+    expected_version: int | None = None, create_only: bool = False, person_locked: bool = False,
 ) -> tuple[MemoryDocument, bool]:
     """Create or replace the document at ``(scope, scope_key, path)``; returns ``(doc, created)``.
 
     ``person_locked``: the caller read ``end_user`` with the person's write lock in this
-    transaction (``enduser_get_or_create``), so it is current and not read again.
+    transaction (``enduser_get_or_create``, or the API key's statement for a view that
+    declares it writes), so it is current and not read again.
 
     ``path`` as the caller wrote it (``/memories/a.md`` or ``/a.md``). ``description`` and
     ``confidence`` of ``None`` keep the current values (empty and 1.0 on create).
@@ -363,7 +361,8 @@ def document_put(
     if not person_locked:
         end_user = _lock(end_user)
     reason = memory_disabled_reason(
-        tenant=tenant, end_user=end_user, profile=scope_key if scope == Scope.PROFILE else None
+        tenant=writer.tenant, end_user=end_user,
+        profile=scope_key if scope == Scope.PROFILE else None,
     )
     if reason is not None:
         raise memory_disabled_error(reason)
@@ -388,25 +387,25 @@ def document_put(
             raise _under_a_document(conflict, path)
     _credential_check(canonical, description)
     size = _write_checks(
-        tenant=tenant, end_user=end_user, location=location, label=path, content=content,
-        old_bytes=existing.bytes if existing else 0, actor=actor, turn_id=turn_id,
-        session_id=session_id, scope_bytes=used,
+        writer=writer, end_user=end_user, location=location, label=path, content=content,
+        old_bytes=existing.bytes if existing else 0, scope_bytes=used,
     )
     if existing is None:
         created = _create(
-            tenant=tenant, end_user=end_user, location=location, path=canonical, content=content,
-            size=size, description=description, confidence=confidence, actor=actor,
+            tenant=writer.tenant, end_user=end_user, location=location, path=canonical,
+            content=content, size=size, description=description, confidence=confidence,
+            actor=writer.actor,
         )
         return created, True
     updated = _update(
-        tenant=tenant, end_user=end_user, document=existing, content=content, size=size,
-        description=description, confidence=confidence, actor=actor,
+        tenant=writer.tenant, end_user=end_user, document=existing, content=content, size=size,
+        description=description, confidence=confidence, actor=writer.actor,
     )
     return updated, False
 
 
 def document_remove(
-    *, tenant: Tenant, end_user: EndUser, document: MemoryDocument, actor: str,
+    *, writer: Writer, end_user: EndUser, document: MemoryDocument,
     expected_version: int | None = None,
 ) -> None:
     """Delete one document; ``expected_version`` deletes only that version (``VersionMismatch``).
@@ -423,16 +422,15 @@ def document_remove(
             f"Error: the document is at version {current.version}, not {expected_version}; "
             "read it again and retry."
         )
-    _delete(tenant=tenant, end_user=end_user, documents=[current], actor=actor)
+    _delete(tenant=writer.tenant, end_user=end_user, documents=[current], actor=writer.actor)
 
 
 # --- the memory tool's commands (the caller holds the person's write lock) ---------------------
 
 
 def memory_create(
-    *, tenant: Tenant, end_user: EndUser, location: Location, path: str, label: str,
-    content: str, description: str | None, actor: str, turn_id: str | None,
-    session_id: str | None,
+    *, writer: Writer, end_user: EndUser, location: Location, path: str, label: str,
+    content: str, description: str | None,
 ) -> MemoryDocument:
     """``create``: a new document only (``File <label> already exists`` for a document, a
     directory or the root, like the reference). ``path`` canonical, ``label`` as written."""
@@ -446,17 +444,17 @@ def memory_create(
     description = description_check(description)
     _credential_check(path, description)
     size = _write_checks(
-        tenant=tenant, end_user=end_user, location=location, label=label, content=content,
-        old_bytes=0, actor=actor, turn_id=turn_id, session_id=session_id, scope_bytes=used,
+        writer=writer, end_user=end_user, location=location, label=label, content=content,
+        old_bytes=0, scope_bytes=used,
     )
-    return _create(tenant=tenant, end_user=end_user, location=location, path=path,
+    return _create(tenant=writer.tenant, end_user=end_user, location=location, path=path,
                    content=content, size=size, description=description, confidence=None,
-                   actor=actor)
+                   actor=writer.actor)
 
 
 def memory_edit(
-    *, tenant: Tenant, end_user: EndUser | None, locations: Sequence[Location], path: str,
-    label: str, edit: Edit, actor: str, turn_id: str | None, session_id: str | None,
+    *, writer: Writer, end_user: EndUser | None, locations: Sequence[Location], path: str,
+    label: str, edit: Edit,
 ) -> str:
     """str_replace, insert, append: lock the document the lookup finds, apply ``edit``, save.
 
@@ -473,18 +471,18 @@ def memory_edit(
         raise ToolError(does_not_exist(label))
     content, message = edit(document.content)
     size = _write_checks(
-        tenant=tenant, end_user=end_user, location=(document.scope, document.scope_key),
-        label=label, content=content, old_bytes=document.bytes, actor=actor, turn_id=turn_id,
-        session_id=session_id, scope_bytes=document.scope_bytes,
+        writer=writer, end_user=end_user, location=(document.scope, document.scope_key),
+        label=label, content=content, old_bytes=document.bytes,
+        scope_bytes=document.scope_bytes,
     )
-    _update(tenant=tenant, end_user=end_user, document=document, content=content, size=size,
-            description=None, confidence=None, actor=actor)
+    _update(tenant=writer.tenant, end_user=end_user, document=document, content=content,
+            size=size, description=None, confidence=None, actor=writer.actor)
     return message
 
 
 def memory_delete(
-    *, tenant: Tenant, end_user: EndUser | None, locations: Sequence[Location], path: str,
-    label: str, actor: str, turn_id: str | None, session_id: str | None,
+    *, writer: Writer, end_user: EndUser | None, locations: Sequence[Location], path: str,
+    label: str,
 ) -> str:
     """``delete``: the document the lookup finds, else the directory in its first location
     with everything below it."""
@@ -504,9 +502,8 @@ def memory_delete(
             .filter(_in(end_user, location), path__startswith=path + "/")
             .only("id", "path", "scope", "scope_key")
         )
-    _count_write(tenant=tenant, end_user=end_user, actor=actor, turn_id=turn_id,
-                 session_id=session_id)
-    _delete(tenant=tenant, end_user=end_user, documents=doomed, actor=actor)
+    _count_write(writer=writer, end_user=end_user)
+    _delete(tenant=writer.tenant, end_user=end_user, documents=doomed, actor=writer.actor)
     return delete_ok(label)
 
 
@@ -523,9 +520,8 @@ def _taken(*, end_user: EndUser, locations: Sequence[Location], path: str) -> bo
 
 
 def memory_rename(
-    *, tenant: Tenant, end_user: EndUser | None, locations: Sequence[Location], old: str,
-    new: str, old_label: str, new_label: str, actor: str, turn_id: str | None,
-    session_id: str | None,
+    *, writer: Writer, end_user: EndUser | None, locations: Sequence[Location], old: str,
+    new: str, old_label: str, new_label: str,
 ) -> str:
     """``rename`` a document or a directory within the location the lookup finds it in.
 
@@ -570,15 +566,14 @@ def memory_rename(
             normalize_path(moved)
         except InvalidPath as exc:
             raise InvalidPathError(invalid_path_message(_shown(moved, new_label))) from exc
-    _count_write(tenant=tenant, end_user=end_user, actor=actor, turn_id=turn_id,
-                 session_id=session_id)
+    _count_write(writer=writer, end_user=end_user)
     now = timezone.now()
     renamed: list[tuple[str, MemoryDocument]] = []
     for document, moved in moves:
         renamed.append((document.path, document))
         document.path = moved
         document.version += 1
-        document.updated_by = actor
+        document.updated_by = writer.actor
         document.updated_at = now
     MemoryDocument.objects.bulk_update(
         [document for _, document in renamed], ["path", "version", "updated_by", "updated_at"]
@@ -586,7 +581,7 @@ def memory_rename(
     for _, document in renamed:
         document_indexed(document=document)
     for old_path, document in renamed:
-        changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor,
+        changed_event(tenant_id=writer.tenant.id, user_id=end_user.user_id, actor=writer.actor,
                       change="renamed", path=document.path, old_path=old_path,
                       scope=document.scope, scope_key=document.scope_key)
     return rename_ok(old_label, new_label)

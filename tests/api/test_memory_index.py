@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memoryhub.models import EndUser, MemoryDocument, Profile
 from memoryhub.services.documents import document_put, enduser_get_or_create
+from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
 from tests.api.test_memory_tool import end_user_exists, ok
 from tests.contract.api_client import index, snapshot
@@ -27,8 +28,8 @@ def user_edit(kit: Any, path: str, content: str, user_id: str = "alice", **where
     location = {"scope": "global", "scope_key": "", **where}
     with tenant_context(kit.tenant.id):
         end_user = enduser_get_or_create(tenant=kit.tenant, user_id=user_id)
-        document_put(tenant=kit.tenant, end_user=end_user, path=path, content=content,
-                     actor="user", **location)
+        document_put(writer=Writer(tenant=kit.tenant, actor="user"), end_user=end_user,
+                     path=path, content=content, **location)
 
 
 def patch_limits(kit: Any, **limits: int | None) -> None:

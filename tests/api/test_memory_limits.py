@@ -13,6 +13,7 @@ from memoryhub.errors import DocumentTooLarge, TooManyWrites
 from memoryhub.models import MemoryEvent, WriteTally
 from memoryhub.services.documents import document_put, enduser_get_or_create
 from memoryhub.services.limits import write_tallies_purge, write_tally_take
+from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
 from tests.api.test_memory_index import patch_limits
 from tests.api.test_memory_tool import documents, err, ok
@@ -56,8 +57,9 @@ class TestDocumentBytes:
             end_user = enduser_get_or_create(tenant=acme.tenant, user_id="alice")
             for actor in ("app", "user"):
                 with pytest.raises(DocumentTooLarge):
-                    document_put(tenant=acme.tenant, end_user=end_user, scope="global",
-                                 scope_key="", path="/a.md", content="123456", actor=actor)
+                    document_put(writer=Writer(tenant=acme.tenant, actor=actor),
+                                 end_user=end_user, scope="global", scope_key="",
+                                 path="/a.md", content="123456")
 
 
 class TestScopeBytes:
@@ -126,8 +128,9 @@ class TestWritesPerTurn:
         with tenant_context(acme.tenant.id):
             end_user = enduser_get_or_create(tenant=acme.tenant, user_id="alice")
             for n in range(3):
-                document_put(tenant=acme.tenant, end_user=end_user, scope="global",
-                             scope_key="", path=f"/{n}.md", content="x", actor="app")
+                document_put(writer=Writer(tenant=acme.tenant, actor="app"),
+                             end_user=end_user, scope="global", scope_key="",
+                             path=f"/{n}.md", content="x")
         ok(acme, command="create", path="/memories/a.md", file_text="a")
 
     def test_the_window_is_sixty_seconds(self, acme) -> None:

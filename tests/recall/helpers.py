@@ -7,6 +7,7 @@ from typing import Any
 from memoryhub.models import MemoryDocument
 from memoryhub.services.documents import document_put, enduser_get_or_create
 from memoryhub.services.passages import document_embed
+from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
 
 
@@ -16,8 +17,8 @@ def put(kit: Any, user_id: str, path: str, content: str, *, scope: str = "global
     with tenant_context(kit.tenant.id):
         end_user = enduser_get_or_create(tenant=kit.tenant, user_id=user_id)
         document, _ = document_put(
-            tenant=kit.tenant, end_user=end_user, scope=scope, scope_key=key, path=path,
-            content=content, confidence=confidence, actor="app",
+            writer=Writer(tenant=kit.tenant, actor="app"), end_user=end_user, scope=scope,
+            scope_key=key, path=path, content=content, confidence=confidence,
         )
     return document
 

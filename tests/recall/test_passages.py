@@ -15,6 +15,7 @@ from memoryhub.infra.embeddings import get_provider
 from memoryhub.models import Passage
 from memoryhub.services.documents import document_remove
 from memoryhub.services.passages import document_embed, passages_embed, provider_key
+from memoryhub.services.writer import Writer
 from memoryhub.tasks import embeddings_sweep
 from tenants.context import tenant_context
 from tests.recall.helpers import embed_all, put
@@ -123,8 +124,8 @@ def test_embedding_is_idempotent_and_skips_a_version_that_moved_on(acme, globex)
 def test_deleting_a_document_deletes_its_passages(acme, globex) -> None:
     document = put(acme, "alice", "/a.md", "some text")
     with tenant_context(acme.tenant.id):
-        document_remove(tenant=acme.tenant, end_user=document.end_user, document=document,
-                        actor="app")
+        document_remove(writer=Writer(tenant=acme.tenant, actor="app"),
+                        end_user=document.end_user, document=document)
         assert not Passage.objects.exists()
 
 

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from memoryhub.models import EndUser, MemoryDocument, Scope
 from memoryhub.services.documents import document_put, enduser_get_or_create
+from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
 from tenants.models import Role, Tenant
 from tenants.services import account_get_or_create, membership_set
@@ -42,9 +43,9 @@ def write(tenant: Tenant, user_id: str, path: str, content: str, *, scope: str =
           description: str | None = None) -> MemoryDocument:
     with tenant_context(tenant.pk):
         end_user = enduser_get_or_create(tenant=tenant, user_id=user_id)
-        document, _ = document_put(tenant=tenant, end_user=end_user, scope=scope,
-                                   scope_key=scope_key, path=path, content=content,
-                                   description=description, actor=actor)
+        document, _ = document_put(writer=Writer(tenant=tenant, actor=actor),
+                                   end_user=end_user, scope=scope, scope_key=scope_key,
+                                   path=path, content=content, description=description)
     return document
 
 

@@ -21,6 +21,7 @@ from memoryhub.models import Actor, MemoryDocument
 from memoryhub.selectors.people import person_export
 from memoryhub.services.documents import document_put, document_remove
 from memoryhub.services.people import end_user_forget, end_user_memory_set, session_forget
+from memoryhub.services.writer import Writer
 from memoryhub.web.access import PersonAccess, person_page
 from memoryhub.web.exports import export_json
 from memoryhub.web.forms import (
@@ -127,9 +128,9 @@ def document_edit(request: HtmxHttpRequest, access: PersonAccess, document_id: i
     data = form.cleaned_data
     try:
         saved, _ = document_put(
-            tenant=access.tenant, end_user=access.end_user, scope=doc.scope,
-            scope_key=doc.scope_key, path=doc.path, content=data["content"],
-            description=data["description"], actor=Actor.USER, expected_version=data["version"],
+            writer=Writer(tenant=access.tenant, actor=Actor.USER), end_user=access.end_user,
+            scope=doc.scope, scope_key=doc.scope_key, path=doc.path, content=data["content"],
+            description=data["description"], expected_version=data["version"],
         )
     except VersionMismatch:
         return _stale(request, access, document_id, attempted=data["content"])
@@ -166,8 +167,8 @@ def document_delete(
     form = DocumentDeleteForm(request.POST)
     version = form.cleaned_data["version"] if form.is_valid() else None
     try:
-        document_remove(tenant=access.tenant, end_user=access.end_user, document=doc,
-                        actor=Actor.USER, expected_version=version)
+        document_remove(writer=Writer(tenant=access.tenant, actor=Actor.USER),
+                        end_user=access.end_user, document=doc, expected_version=version)
     except DocumentNotFound:
         return _list_changed(request, access, f"{doc.path} was already deleted.")
     except VersionMismatch:
