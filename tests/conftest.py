@@ -17,6 +17,7 @@ from django.core.management import call_command
 from django.db import connections
 from rest_framework.test import APIClient
 
+from memoryhub.celery import app as celery_app
 from tenants.models import Tenant
 from tenants.services import CreatedKey, api_key_create
 from tests.factories import TenantFactory
@@ -82,3 +83,15 @@ def acme(db: Any) -> TenantKit:
 @pytest.fixture
 def globex(db: Any) -> TenantKit:
     return _kit("globex")
+
+
+@pytest.fixture
+def eager_tasks() -> Iterator[None]:
+    """Tasks run inline when enqueued: the chain hook -> task -> service without a broker.
+
+    Here because recall (passages), webhooks (delivery) and workers (retention) all use it."""
+    celery_app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        celery_app.conf.task_always_eager = False

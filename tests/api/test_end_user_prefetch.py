@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from memoryhub.models import EndUser
 from memoryhub.selectors.documents import enduser_find, enduser_prefetched
 from tenants.context import tenant_context
-from tests.contract.api_client import ok
+from tests.spec.api_client import ok
 
 PERSON_ALONE = 'FROM memoryhub_enduser u WHERE'  # enduser_find's own statement
 

@@ -14,7 +14,7 @@ import pytest
 from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Profile
 from tenants.context import tenant_context
 from tenants.services import api_key_create
-from tests.contract.api_client import DIRECTORY_HEADER, err, ok, tool
+from tests.spec.api_client import DIRECTORY_HEADER, err, ok, tool
 
 HEADER = DIRECTORY_HEADER
 

@@ -21,7 +21,8 @@ from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMem
 from anthropic.lib.tools._beta_functions import ToolError as ReferenceToolError
 from anthropic.lib.tools._tool_dispatch import tool_error_content, tool_result_content
 
-from tests.contract.api_client import (
+from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
+from tests.spec.api_client import (
     BASE,
     DIRECTORY_HEADER,
     assert_error,
@@ -32,7 +33,6 @@ from tests.contract.api_client import (
     set_limits,
     tool,
 )
-from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
 
 _people = itertools.count()
 _DIRECTORY_LINE = re.compile(r"^[0-9.]+[BKMG]\t(.*/)$", re.MULTILINE)

@@ -20,7 +20,7 @@ from memoryhub.services.documents import document_put, enduser_get_or_create
 from tenants.context import tenant_context
 from tenants.models import Role, Tenant
 from tenants.services import account_get_or_create, membership_set
-from tests.web.browser import browser, pages  # noqa: F401 - fixtures for test_browser.py
+from tests.pages.browser import browser, pages  # noqa: F401 - fixtures for test_browser.py
 
 PASSWORD = "correct horse battery staple 42"  # noqa: S105 - test accounts only
 
