@@ -267,9 +267,9 @@ def test_memory_turned_off_refuses_writes_but_not_reads_or_deletes(acme, globex)
 
 
 def test_documents_need_the_memory_permission(acme, globex) -> None:
-    from tenants.services import api_key_create
+    from tests.factories import ApiKeyFactory
 
-    admin_only = api_key_create(tenant=acme.tenant, name="admin", permissions=["admin"])
+    admin_only = ApiKeyFactory(tenant=acme.tenant, name="admin", permissions=["admin"])
     client = acme.client_with(admin_only.plaintext)
     assert client.get(doc_url("alice", "global/a.md")).status_code == 403
     assert client.put(doc_url("alice", "global/a.md"), {"content": "x"},

@@ -9,9 +9,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memoryhub.models import EndUser, MemoryDocument, Profile
-from memoryhub.services.documents import document_put, enduser_get_or_create
+from memoryhub.services.documents import enduser_get_or_create
 from tenants.context import tenant_context
 from tests.api.test_memory_tool import end_user_exists, ok
+from tests.factories import DocumentFactory
 from tests.spec.api_client import index, snapshot
 
 HEADER = (
@@ -25,10 +26,8 @@ EMPTY = {"enabled": True, "text": "", "entries": [], "omitted": 0}
 def user_edit(kit: Any, path: str, content: str, user_id: str = "alice", **where: str) -> None:
     """The person edits a document on the web pages (actor ``user``)."""
     location = {"scope": "global", "scope_key": "", **where}
-    with tenant_context(kit.tenant.id):
-        end_user = enduser_get_or_create(tenant=kit.tenant, user_id=user_id)
-        document_put(tenant=kit.tenant, end_user=end_user, path=path, content=content,
-                     actor="user", **location)
+    DocumentFactory(tenant=kit.tenant, user_id=user_id, path=path, content=content, actor="user",
+                    **location)
 
 
 def patch_limits(kit: Any, **limits: int | None) -> None:

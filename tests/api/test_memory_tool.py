@@ -13,7 +13,7 @@ import pytest
 
 from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Profile
 from tenants.context import tenant_context
-from tenants.services import api_key_create
+from tests.factories import ApiKeyFactory
 from tests.spec.api_client import DIRECTORY_HEADER, err, ok, tool
 
 HEADER = DIRECTORY_HEADER
@@ -336,7 +336,7 @@ class TestMalformedInput:
         assert anonymous.post(memory_url("alice"), body, format="json").status_code == 401
         assert acme.client_with("mh_1_abcdefgh_nope").post(
             memory_url("alice"), body, format="json").status_code == 401
-        admin_only = api_key_create(tenant=acme.tenant, name="admin", permissions=["admin"])
+        admin_only = ApiKeyFactory(tenant=acme.tenant, name="admin", permissions=["admin"])
         response = acme.client_with(admin_only.plaintext).post(memory_url("alice"), body,
                                                               format="json")
         assert response.status_code == 403

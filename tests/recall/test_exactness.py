@@ -20,6 +20,7 @@ from memoryhub.models import EndUser, MemoryDocument, Passage
 from memoryhub.services.passages import provider_key
 from memoryhub.store.recall import Ranking, Visibility, recall_search
 from tenants.context import tenant_context
+from tests.factories import DocumentRowFactory, EndUserFactory
 
 DIM = 384
 RANKING = Ranking(lexical_weight=0.5, recency_weight=0.1, max_query_terms=16)
@@ -37,13 +38,12 @@ def seed(kit, rng: np.random.Generator, key: str) -> None:
     now = timezone.now()
     with tenant_context(kit.tenant.id):
         for user_id in ("alice", "bob", "carol"):
-            end_user = EndUser.objects.create(tenant=kit.tenant, user_id=user_id)
+            end_user = EndUserFactory(tenant=kit.tenant, user_id=user_id)
             for i in range(40):
                 scope, scope_key = SCOPES[i % len(SCOPES)]
-                document = MemoryDocument.objects.create(
-                    tenant=kit.tenant, end_user=end_user, scope=scope, scope_key=scope_key,
-                    path=f"/d{i}.md", content="x", bytes=1, updated_by="app",
-                    confidence=round(float(rng.uniform(0.2, 1.0)), 3),
+                document = DocumentRowFactory(
+                    end_user=end_user, scope=scope, scope_key=scope_key, path=f"/d{i}.md",
+                    content="x", confidence=round(float(rng.uniform(0.2, 1.0)), 3),
                 )
                 MemoryDocument.objects.filter(pk=document.pk).update(
                     updated_at=now - timedelta(days=float(rng.uniform(0, 400))))
@@ -143,12 +143,11 @@ def seed_words(kit, rng: np.random.Generator, key: str) -> EndUser:
     """
     now = timezone.now()
     with tenant_context(kit.tenant.id):
-        end_user = EndUser.objects.create(tenant=kit.tenant, user_id="dora")
+        end_user = EndUserFactory(tenant=kit.tenant, user_id="dora")
         for i in range(260):
-            document = MemoryDocument.objects.create(
-                tenant=kit.tenant, end_user=end_user, scope="global", scope_key="",
-                path=f"/w{i}.md", content="x", bytes=1, updated_by="app",
-                confidence=round(float(rng.uniform(0.2, 1.0)), 3),
+            document = DocumentRowFactory(
+                end_user=end_user, scope="global", scope_key="", path=f"/w{i}.md",
+                content="x", confidence=round(float(rng.uniform(0.2, 1.0)), 3),
             )
             MemoryDocument.objects.filter(pk=document.pk).update(
                 updated_at=now - timedelta(days=float(rng.uniform(0, 400))))
