@@ -8,24 +8,12 @@ import pytest
 
 from memoryhub.models import MemoryEvent
 from tenants.context import tenant_context
-
-BASE = "/api/v1/users/{user}/documents"
+from tests.api.helpers import DOCUMENTS as BASE
+from tests.api.helpers import doc_url, put_doc
 
 # Authentication (key lookup, last_used_at), the tenant context's savepoint and settings,
 # and the list's own query: a constant, whatever the number of rows.
 LIST_QUERIES = 12
-
-
-def doc_url(user: str, where: str) -> str:
-    """``where`` is ``global/notes/a.md``, ``profile/cooking/x.md`` or ``session/s1/x.md``."""
-    return f"{BASE.format(user=user)}/{where}"
-
-
-def put_doc(kit, user: str, where: str, content: str = "hello", **extra):
-    """PUT a document through the API and return the response (asserting it worked)."""
-    response = kit.client.put(doc_url(user, where), {"content": content, **extra}, format="json")
-    assert response.status_code in (200, 201), response.content
-    return response
 
 
 def events(kit) -> list[tuple[str, dict]]:

@@ -27,8 +27,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.api.test_memory_index import patch_limits
-from tests.api.test_memory_tool import tool
 from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
 from tests.reference_tool import (
     comparable,
@@ -36,6 +34,7 @@ from tests.reference_tool import (
     reference_outcome,
     reference_tool,
 )
+from tests.spec.api_client import set_limits, tool
 
 _users = itertools.count()
 
@@ -58,7 +57,7 @@ def assert_same(kit: Any, script: list[Command]) -> None:
 
 @pytest.fixture
 def kit(acme: Any) -> Any:
-    patch_limits(acme, max_scope_bytes=None, max_writes_per_turn=None)
+    set_limits(acme, max_scope_bytes=None, max_writes_per_turn=None)
     return acme
 
 

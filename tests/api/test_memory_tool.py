@@ -13,6 +13,7 @@ import pytest
 
 from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Profile
 from tenants.context import tenant_context
+from tests.api.helpers import documents, end_user_exists
 from tests.factories import ApiKeyFactory
 from tests.spec.api_client import DIRECTORY_HEADER, err, ok, tool
 
@@ -23,24 +24,9 @@ def memory_url(user_id: str) -> str:
     return f"/api/v1/users/{user_id}/memory"
 
 
-def documents(kit: Any, user_id: str = "alice") -> list[tuple[str, str, str, str]]:
-    """(scope, scope_key, path, content) of the person's documents, by path."""
-    with tenant_context(kit.tenant.id):
-        return list(
-            MemoryDocument.objects.filter(end_user__user_id=user_id)
-            .order_by("path", "scope")
-            .values_list("scope", "scope_key", "path", "content")
-        )
-
-
 def events(kit: Any) -> list[tuple[str, str, dict]]:
     with tenant_context(kit.tenant.id):
         return list(MemoryEvent.objects.order_by("id").values_list("type", "actor", "data"))
-
-
-def end_user_exists(kit: Any, user_id: str) -> bool:
-    with tenant_context(kit.tenant.id):
-        return EndUser.objects.filter(user_id=user_id).exists()
 
 
 # --- every command, every reference text -------------------------------------------------------

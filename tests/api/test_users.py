@@ -20,7 +20,7 @@ from memoryhub.models import (
 )
 from memoryhub.services.people import PORTAL_LINK_SALT, portal_link_redeem
 from tenants.context import tenant_context
-from tests.api.test_documents import put_doc
+from tests.api.helpers import put_doc
 
 USERS = "/api/v1/users"
 
