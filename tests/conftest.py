@@ -17,9 +17,10 @@ from django.core.management import call_command
 from django.db import connections
 from rest_framework.test import APIClient
 
+from memoryhub.celery import app as celery_app
 from tenants.models import Tenant
-from tenants.services import CreatedKey, api_key_create
-from tests.factories import TenantFactory
+from tenants.services import CreatedKey
+from tests.factories import ApiKeyFactory, TenantFactory
 
 os.environ.setdefault("PLAYWRIGHT_BROWSERS_PATH", "0")
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop
@@ -67,8 +68,8 @@ class TenantKit:
 
 def _kit(slug: str) -> TenantKit:
     tenant = TenantFactory(slug=slug, name=slug.title())
-    full: CreatedKey = api_key_create(tenant=tenant, name="full", permissions=["memory", "admin"])
-    memory: CreatedKey = api_key_create(tenant=tenant, name="agent", permissions=["memory"])
+    full: CreatedKey = ApiKeyFactory(tenant=tenant, name="full", permissions=["memory", "admin"])
+    memory: CreatedKey = ApiKeyFactory(tenant=tenant, name="agent", permissions=["memory"])
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {full.plaintext}")
     return TenantKit(tenant=tenant, key=full.plaintext, memory_key=memory.plaintext, client=client)
@@ -82,3 +83,15 @@ def acme(db: Any) -> TenantKit:
 @pytest.fixture
 def globex(db: Any) -> TenantKit:
     return _kit("globex")
+
+
+@pytest.fixture
+def eager_tasks() -> Iterator[None]:
+    """Tasks run inline when enqueued: the chain hook -> task -> service without a broker.
+
+    Here because recall (passages), webhooks (delivery) and workers (retention) all use it."""
+    celery_app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        celery_app.conf.task_always_eager = False

@@ -8,24 +8,12 @@ import pytest
 
 from memoryhub.models import MemoryEvent
 from tenants.context import tenant_context
-
-BASE = "/api/v1/users/{user}/documents"
+from tests.api.helpers import DOCUMENTS as BASE
+from tests.api.helpers import doc_url, put_doc
 
 # Authentication (key lookup, last_used_at), the tenant context's savepoint and settings,
 # and the list's own query: a constant, whatever the number of rows.
 LIST_QUERIES = 12
-
-
-def doc_url(user: str, where: str) -> str:
-    """``where`` is ``global/notes/a.md``, ``profile/cooking/x.md`` or ``session/s1/x.md``."""
-    return f"{BASE.format(user=user)}/{where}"
-
-
-def put_doc(kit, user: str, where: str, content: str = "hello", **extra):
-    """PUT a document through the API and return the response (asserting it worked)."""
-    response = kit.client.put(doc_url(user, where), {"content": content, **extra}, format="json")
-    assert response.status_code in (200, 201), response.content
-    return response
 
 
 def events(kit) -> list[tuple[str, dict]]:
@@ -267,9 +255,9 @@ def test_memory_turned_off_refuses_writes_but_not_reads_or_deletes(acme, globex)
 
 
 def test_documents_need_the_memory_permission(acme, globex) -> None:
-    from tenants.services import api_key_create
+    from tests.factories import ApiKeyFactory
 
-    admin_only = api_key_create(tenant=acme.tenant, name="admin", permissions=["admin"])
+    admin_only = ApiKeyFactory(tenant=acme.tenant, name="admin", permissions=["admin"])
     client = acme.client_with(admin_only.plaintext)
     assert client.get(doc_url("alice", "global/a.md")).status_code == 403
     assert client.put(doc_url("alice", "global/a.md"), {"content": "x"},

@@ -14,7 +14,7 @@ from memoryhub.models import EndUser
 from memoryhub.services.documents import document_put
 from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
-from tests.contract.api_client import ok
+from tests.spec.api_client import ok
 
 PERSON_ALONE = 'FROM memoryhub_enduser u WHERE'  # enduser_find's own statement
 

@@ -21,65 +21,30 @@ The limits are switched off for these tenants except ``max_document_bytes`` (tex
 from __future__ import annotations
 
 import itertools
-import os
-import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import pytest
-from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
-from anthropic.lib.tools._beta_functions import ToolError as ReferenceToolError
-from anthropic.lib.tools._tool_dispatch import tool_error_content, tool_result_content
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memoryhub.memory_tool.texts import DIRECTORY_SIZE
-from tests.api.test_memory_index import patch_limits
-from tests.api.test_memory_tool import tool
 from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
+from tests.reference_tool import (
+    comparable,
+    prune_empty_directories,
+    reference_outcome,
+    reference_tool,
+)
+from tests.spec.api_client import set_limits, tool
 
 _users = itertools.count()
-_DIR_LINE = re.compile(r"^\S+\t(.*/)$", re.MULTILINE)
-
-
-def prune_empty_directories(root: Path) -> None:
-    for directory, _, _ in sorted(os.walk(root), key=lambda entry: -len(entry[0])):
-        if Path(directory) != root and not os.listdir(directory):
-            os.rmdir(directory)
-
-
-def reference_outcome(reference: BetaLocalFilesystemMemoryTool,
-                      command: Command) -> tuple[str, bool, bool]:
-    """(content, is_error, crashed) as the SDK's runner reports it."""
-    try:
-        return tool_result_content(reference.call(command)), False, False
-    except ReferenceToolError as exc:
-        return tool_error_content(exc), True, False
-    except Exception as exc:  # noqa: BLE001 - the runner sends repr(exc) for anything else
-        return tool_error_content(exc), True, True
-    finally:
-        prune_empty_directories(reference.memory_root)
-
-
-def comparable(text: str, root: Path) -> str:
-    """Directory sizes are the filesystem's; compared verbatim where directories are 4096 bytes
-    (ext4), masked elsewhere (tmpfs, btrfs)."""
-    if os.stat(root).st_size == DIRECTORY_SIZE:
-        return text
-    text = _DIR_LINE.sub(r"<dir>\t\1", text)
-    if text.startswith("Here're the files"):
-        header, first, *rest = text.split("\n")
-        text = "\n".join([header, "<dir>\t" + first.split("\t", 1)[1], *rest])
-    return text
 
 
 def assert_same(kit: Any, script: list[Command]) -> None:
     user_id = f"diff-{next(_users)}"
-    with tempfile.TemporaryDirectory() as base:
-        reference = BetaLocalFilesystemMemoryTool(base_path=base)
+    with reference_tool() as reference:
         for step, command in enumerate(script):
             expected, expected_error, crashed = reference_outcome(reference, command)
+            prune_empty_directories(reference.memory_root)
             actual, actual_error = tool(kit, user_id, **command)
             where = f"step {step} of {script}"
             assert actual_error == expected_error, f"{where}: {actual!r} vs {expected!r}"
@@ -92,7 +57,7 @@ def assert_same(kit: Any, script: list[Command]) -> None:
 
 @pytest.fixture
 def kit(acme: Any) -> Any:
-    patch_limits(acme, max_scope_bytes=None, max_writes_per_turn=None)
+    set_limits(acme, max_scope_bytes=None, max_writes_per_turn=None)
     return acme
 
 

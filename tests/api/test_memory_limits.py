@@ -15,8 +15,8 @@ from memoryhub.services.documents import document_put, enduser_get_or_create
 from memoryhub.services.limits import write_tallies_purge, write_tally_take
 from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
-from tests.api.test_memory_index import patch_limits
-from tests.api.test_memory_tool import documents, err, ok
+from tests.api.helpers import documents
+from tests.spec.api_client import err, ok, set_limits
 
 
 def pressure_events(kit: Any) -> list[dict]:
@@ -38,7 +38,7 @@ class TestDocumentBytes:
         assert err(acme, command="create", path="/memories/b.md", file_text="é" * 8193) == (
             "Error: /memories/b.md would be 16386 bytes, over the limit of 16384 bytes for one "
             "document; condense it first.")
-        patch_limits(acme, max_document_bytes=10)
+        set_limits(acme, max_document_bytes=10)
         ok(acme, command="create", path="/memories/ten.md", file_text="0123456789")
         assert err(acme, command="append", path="/memories/ten.md", text="x") == (
             "Error: /memories/ten.md would be 12 bytes, over the limit of 10 bytes for one "
@@ -46,12 +46,12 @@ class TestDocumentBytes:
         assert err(acme, command="str_replace", path="/memories/ten.md", old_str="0",
                    new_str="00").startswith("Error: /memories/ten.md would be 11 bytes")
         ok(globex, command="create", path="/memories/b.md", file_text="x" * 100)
-        patch_limits(acme, max_document_bytes=None)
+        set_limits(acme, max_document_bytes=None)
         ok(acme, command="append", path="/memories/ten.md", text="x" * 20000)
         assert [row[2] for row in documents(acme)] == ["/a.md", "/ten.md"]
 
     def test_every_writer_obeys_it(self, acme) -> None:
-        patch_limits(acme, max_document_bytes=5)
+        set_limits(acme, max_document_bytes=5)
         acme.tenant.refresh_from_db()  # services read limits from the Tenant they are given
         with tenant_context(acme.tenant.id):
             end_user = enduser_get_or_create(tenant=acme.tenant, user_id="alice")
@@ -64,7 +64,7 @@ class TestDocumentBytes:
 
 class TestScopeBytes:
     def test_refused_with_a_pressure_event_that_survives(self, acme, globex) -> None:
-        patch_limits(acme, max_scope_bytes=20)
+        set_limits(acme, max_scope_bytes=20)
         ok(acme, command="create", path="/memories/a.md", file_text="x" * 15)
         assert err(acme, command="create", path="/memories/b.md", file_text="y" * 6) == (
             "Error: this write would take the global memory to 21 bytes, over its limit of 20 "
@@ -84,19 +84,19 @@ class TestScopeBytes:
 
     def test_a_scope_over_a_lowered_limit_can_still_shrink(self, acme) -> None:
         ok(acme, command="create", path="/memories/a.md", file_text="abcdefghij")
-        patch_limits(acme, max_scope_bytes=5)
+        set_limits(acme, max_scope_bytes=5)
         ok(acme, command="str_replace", path="/memories/a.md", old_str="abcde", new_str="")
         assert err(acme, command="str_replace", path="/memories/a.md", old_str="f",
                    new_str="ff").startswith("Error: this write would take the global memory")
         ok(acme, command="rename", old_path="/memories/a.md", new_path="/memories/b.md")
         ok(acme, command="delete", path="/memories/b.md")
-        patch_limits(acme, max_scope_bytes=None)
+        set_limits(acme, max_scope_bytes=None)
         ok(acme, command="create", path="/memories/big.md", file_text="x" * 1000)
 
 
 class TestWritesPerTurn:
     def test_counted_per_turn_id(self, acme, globex) -> None:
-        patch_limits(acme, max_writes_per_turn=2)
+        set_limits(acme, max_writes_per_turn=2)
         ok(acme, command="create", path="/memories/a.md", file_text="a", turn_id="t1")
         ok(acme, command="view", path="/memories/a.md", turn_id="t1")  # reads are free
         err(acme, command="str_replace", path="/memories/a.md", old_str="zz", new_str="y",
@@ -111,7 +111,7 @@ class TestWritesPerTurn:
             ok(globex, command="create", path=f"/memories/{n}.md", file_text="g", turn_id="t1")
 
     def test_without_turn_id_a_minute_per_session(self, acme) -> None:
-        patch_limits(acme, max_writes_per_turn=2)
+        set_limits(acme, max_writes_per_turn=2)
         for n in range(2):
             ok(acme, command="create", path=f"/memories/{n}.md", file_text="x", session_id="s1")
         assert err(acme, command="create", path="/memories/x.md", file_text="x",
@@ -119,11 +119,11 @@ class TestWritesPerTurn:
             "Error: too many memory writes in the last minute (at most 2); keep only what "
             "matters most and continue the conversation without saving more for now.")
         ok(acme, command="create", path="/memories/y.md", file_text="x", session_id="s2")
-        patch_limits(acme, max_writes_per_turn=None)
+        set_limits(acme, max_writes_per_turn=None)
         ok(acme, command="create", path="/memories/x.md", file_text="x", session_id="s1")
 
     def test_app_and_web_writes_are_not_in_a_turn(self, acme) -> None:
-        patch_limits(acme, max_writes_per_turn=1)
+        set_limits(acme, max_writes_per_turn=1)
         acme.tenant.refresh_from_db()
         with tenant_context(acme.tenant.id):
             end_user = enduser_get_or_create(tenant=acme.tenant, user_id="alice")

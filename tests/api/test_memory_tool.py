@@ -13,8 +13,9 @@ import pytest
 
 from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Profile
 from tenants.context import tenant_context
-from tenants.services import api_key_create
-from tests.contract.api_client import DIRECTORY_HEADER, err, ok, tool
+from tests.api.helpers import documents, end_user_exists
+from tests.factories import ApiKeyFactory
+from tests.spec.api_client import DIRECTORY_HEADER, err, ok, tool
 
 HEADER = DIRECTORY_HEADER
 
@@ -23,24 +24,9 @@ def memory_url(user_id: str) -> str:
     return f"/api/v1/users/{user_id}/memory"
 
 
-def documents(kit: Any, user_id: str = "alice") -> list[tuple[str, str, str, str]]:
-    """(scope, scope_key, path, content) of the person's documents, by path."""
-    with tenant_context(kit.tenant.id):
-        return list(
-            MemoryDocument.objects.filter(end_user__user_id=user_id)
-            .order_by("path", "scope")
-            .values_list("scope", "scope_key", "path", "content")
-        )
-
-
 def events(kit: Any) -> list[tuple[str, str, dict]]:
     with tenant_context(kit.tenant.id):
         return list(MemoryEvent.objects.order_by("id").values_list("type", "actor", "data"))
-
-
-def end_user_exists(kit: Any, user_id: str) -> bool:
-    with tenant_context(kit.tenant.id):
-        return EndUser.objects.filter(user_id=user_id).exists()
 
 
 # --- every command, every reference text -------------------------------------------------------
@@ -336,7 +322,7 @@ class TestMalformedInput:
         assert anonymous.post(memory_url("alice"), body, format="json").status_code == 401
         assert acme.client_with("mh_1_abcdefgh_nope").post(
             memory_url("alice"), body, format="json").status_code == 401
-        admin_only = api_key_create(tenant=acme.tenant, name="admin", permissions=["admin"])
+        admin_only = ApiKeyFactory(tenant=acme.tenant, name="admin", permissions=["admin"])
         response = acme.client_with(admin_only.plaintext).post(memory_url("alice"), body,
                                                               format="json")
         assert response.status_code == 403

@@ -20,7 +20,7 @@ from memoryhub.models import (
 )
 from memoryhub.services.people import PORTAL_LINK_SALT, portal_link_redeem
 from tenants.context import tenant_context
-from tests.api.test_documents import put_doc
+from tests.api.helpers import put_doc
 
 USERS = "/api/v1/users"
 
@@ -290,9 +290,9 @@ def test_a_forgotten_persons_link_is_dead(acme, globex) -> None:
 
 
 def test_user_endpoints_need_the_memory_permission(acme, globex) -> None:
-    from tenants.services import api_key_create
+    from tests.factories import ApiKeyFactory
 
-    admin_only = api_key_create(tenant=acme.tenant, name="admin", permissions=["admin"])
+    admin_only = ApiKeyFactory(tenant=acme.tenant, name="admin", permissions=["admin"])
     client = acme.client_with(admin_only.plaintext)
     for method, suffix in (("get", ""), ("get", "/alice"), ("delete", "/alice"),
                            ("get", "/alice/export"), ("post", "/alice/portal-link"),

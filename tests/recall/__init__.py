@@ -1,0 +1,1 @@
+"""Recall: the recall API, ranking exact against brute force, passages following every write."""

@@ -5,22 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from memoryhub.models import MemoryDocument
-from memoryhub.services.documents import document_put, enduser_get_or_create
 from memoryhub.services.passages import document_embed
-from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
+from tests.factories import DocumentFactory
 
 
 def put(kit: Any, user_id: str, path: str, content: str, *, scope: str = "global",
         key: str = "", confidence: float | None = None) -> MemoryDocument:
     """A document write through the documents service (actor app), committed with the test."""
-    with tenant_context(kit.tenant.id):
-        end_user = enduser_get_or_create(tenant=kit.tenant, user_id=user_id)
-        document, _ = document_put(
-            writer=Writer(tenant=kit.tenant, actor="app"), end_user=end_user, scope=scope,
-            scope_key=key, path=path, content=content, confidence=confidence,
-        )
-    return document
+    return DocumentFactory(tenant=kit.tenant, user_id=user_id, scope=scope, scope_key=key,
+                           path=path, content=content, confidence=confidence, actor="app")
 
 
 def embed_all(kit: Any) -> int:

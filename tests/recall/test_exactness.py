@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from memoryhub.models import EndUser, MemoryDocument, Passage
 from memoryhub.services.passages import provider_key
 from memoryhub.store.recall import Ranking, Visibility, recall_search
 from tenants.context import tenant_context
+from tests.factories import DocumentRowFactory, EndUserFactory
 
 DIM = 384
 RANKING = Ranking(lexical_weight=0.5, recency_weight=0.1, max_query_terms=16)
@@ -37,13 +39,12 @@ def seed(kit, rng: np.random.Generator, key: str) -> None:
     now = timezone.now()
     with tenant_context(kit.tenant.id):
         for user_id in ("alice", "bob", "carol"):
-            end_user = EndUser.objects.create(tenant=kit.tenant, user_id=user_id)
+            end_user = EndUserFactory(tenant=kit.tenant, user_id=user_id)
             for i in range(40):
                 scope, scope_key = SCOPES[i % len(SCOPES)]
-                document = MemoryDocument.objects.create(
-                    tenant=kit.tenant, end_user=end_user, scope=scope, scope_key=scope_key,
-                    path=f"/d{i}.md", content="x", bytes=1, updated_by="app",
-                    confidence=round(float(rng.uniform(0.2, 1.0)), 3),
+                document = DocumentRowFactory(
+                    end_user=end_user, scope=scope, scope_key=scope_key, path=f"/d{i}.md",
+                    content="x", confidence=round(float(rng.uniform(0.2, 1.0)), 3),
                 )
                 MemoryDocument.objects.filter(pk=document.pk).update(
                     updated_at=now - timedelta(days=float(rng.uniform(0, 400))))
@@ -54,6 +55,27 @@ def seed(kit, rng: np.random.Generator, key: str) -> None:
                             text=f"passage {j}", embedding=vector.tolist(), embedding_provider=key)
                     for j, vector in enumerate(unit(rng, n))
                 ])
+
+
+def half_cosine(q: np.ndarray, embedding: Any) -> float:
+    """Cosine similarity with a stored vector, which PostgreSQL holds in half precision."""
+    e = np.asarray(embedding, dtype=np.float16).astype(np.float64)
+    return float(q @ e / (np.linalg.norm(q) * np.linalg.norm(e)))
+
+
+def scored(relevance: dict[int, float], documents: dict[int, MemoryDocument], *, now: datetime,
+           ranking: Ranking, threshold: float | None) -> list[tuple[int, float, datetime]]:
+    """(document id, score, updated_at) of each document whose score, relevance x confidence x
+    recency as the module ranks, reaches ``threshold``; unsorted."""
+    result = []
+    for document_id, document_relevance in relevance.items():
+        document = documents[document_id]
+        age_days = max((now - document.updated_at).total_seconds(), 0) / 86400
+        recency = 1 / (1 + ranking.recency_weight * math.log(1 + age_days))
+        score = document_relevance * document.confidence * recency
+        if threshold is None or score >= threshold:
+            result.append((document_id, score, document.updated_at))
+    return result
 
 
 def brute_force(kit, query: np.ndarray, *, user_id: str, session: str | None,
@@ -68,19 +90,12 @@ def brute_force(kit, query: np.ndarray, *, user_id: str, session: str | None,
         for document_id, scope, scope_key, embedding in passages:
             if (scope, scope_key) not in visible:
                 continue
-            e = np.asarray(embedding, dtype=np.float16).astype(np.float64)
-            similarity = float(q @ e / (np.linalg.norm(q) * np.linalg.norm(e)))
-            best[document_id] = max(best.get(document_id, -2.0), similarity)
-    scored = []
-    for document_id, similarity in best.items():
-        document = documents[document_id]
-        age_days = max((now - document.updated_at).total_seconds(), 0) / 86400
-        recency = 1 / (1 + RANKING.recency_weight * math.log(1 + age_days))
-        score = max(similarity, 0.0) * document.confidence * recency
-        if threshold is None or score >= threshold:
-            scored.append((document_id, score))
-    scored.sort(key=lambda item: -item[1])
-    return scored[:limit]
+            best[document_id] = max(best.get(document_id, -2.0), half_cosine(q, embedding))
+    relevance = {document_id: max(similarity, 0.0) for document_id, similarity in best.items()}
+    ranked = [(document_id, score) for document_id, score, _ in
+              scored(relevance, documents, now=now, ranking=RANKING, threshold=threshold)]
+    ranked.sort(key=lambda item: -item[1])
+    return ranked[:limit]
 
 
 @pytest.mark.parametrize("seed_value", [7, 2024])
@@ -143,12 +158,11 @@ def seed_words(kit, rng: np.random.Generator, key: str) -> EndUser:
     """
     now = timezone.now()
     with tenant_context(kit.tenant.id):
-        end_user = EndUser.objects.create(tenant=kit.tenant, user_id="dora")
+        end_user = EndUserFactory(tenant=kit.tenant, user_id="dora")
         for i in range(260):
-            document = MemoryDocument.objects.create(
-                tenant=kit.tenant, end_user=end_user, scope="global", scope_key="",
-                path=f"/w{i}.md", content="x", bytes=1, updated_by="app",
-                confidence=round(float(rng.uniform(0.2, 1.0)), 3),
+            document = DocumentRowFactory(
+                end_user=end_user, scope="global", scope_key="", path=f"/w{i}.md",
+                content="x", confidence=round(float(rng.uniform(0.2, 1.0)), 3),
             )
             MemoryDocument.objects.filter(pk=document.pk).update(
                 updated_at=now - timedelta(days=float(rng.uniform(0, 400))))
@@ -179,23 +193,15 @@ def brute_force_words(kit, end_user: EndUser, query: np.ndarray, terms: list[str
                 "document_id", "text", "embedding"):
             vector = 0.0
             if embedding is not None:
-                e = np.asarray(embedding, dtype=np.float16).astype(np.float64)
-                vector = max(float(q @ e / (np.linalg.norm(q) * np.linalg.norm(e))), 0.0)
+                vector = max(half_cosine(q, embedding), 0.0)
             lexical = sum(term in text.split() for term in terms) / max(len(terms), 1)
             if embedding is None and lexical == 0:
                 continue
             relevance = 1 - (1 - vector) * (1 - SMALL_SHORTLIST.lexical_weight * lexical)
             best[document_id] = max(best.get(document_id, -1.0), relevance)
-    scored = []
-    for document_id, relevance in best.items():
-        document = documents[document_id]
-        age_days = max((now - document.updated_at).total_seconds(), 0) / 86400
-        recency = 1 / (1 + SMALL_SHORTLIST.recency_weight * math.log(1 + age_days))
-        score = relevance * document.confidence * recency
-        if threshold is None or score >= threshold:
-            scored.append((document_id, score, document.updated_at))
-    scored.sort(key=lambda item: (-item[1], -item[2].timestamp(), item[0]))
-    return [(pk, score) for pk, score, _ in scored[:limit]]
+    ranked = scored(best, documents, now=now, ranking=SMALL_SHORTLIST, threshold=threshold)
+    ranked.sort(key=lambda item: (-item[1], -item[2].timestamp(), item[0]))
+    return [(pk, score) for pk, score, _ in ranked[:limit]]
 
 
 @pytest.mark.parametrize("seed_value", [11, 99])

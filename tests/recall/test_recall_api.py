@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from memoryhub.models import EndUser, MemoryDocument, Passage, Profile
 from tenants.context import tenant_context
-from tenants.services import api_key_create
+from tests.factories import ApiKeyFactory
 from tests.recall.helpers import embed_all, put, recall
 
 DIET = "Alice is vegetarian: she eats no meat and no fish. She loves lentil curry."
@@ -154,7 +154,7 @@ def test_another_tenant_sees_nothing_and_an_unknown_user_is_empty(acme, globex) 
 
 
 def test_permissions_and_validation(acme, globex) -> None:
-    admin_only = api_key_create(tenant=acme.tenant, name="admin", permissions=["admin"])
+    admin_only = ApiKeyFactory(tenant=acme.tenant, name="admin", permissions=["admin"])
     forbidden = recall(acme, "alice", client=acme.client_with(admin_only.plaintext), query="x")
     assert forbidden.status_code == 403
     assert forbidden.json()["error"]["code"] == "permission_denied"

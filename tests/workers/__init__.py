@@ -1,0 +1,1 @@
+"""Work done by Celery: tasks on a real worker over Redis, the broker transport, retention."""

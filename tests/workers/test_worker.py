@@ -15,7 +15,7 @@ from memoryhub.services.webhooks import (
     signature_valid,
 )
 from tenants.context import tenant_context
-from tests.recall.receiver import webhook_receiver
+from tests.webhooks.receiver import webhook_receiver
 from tests.workers.conftest import wait_for
 
 pytestmark = pytest.mark.worker

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from tests.contract.api_client import BASE, anonymous, assert_error, err, ok, put_document
+from tests.spec.api_client import BASE, anonymous, assert_error, err, ok, put_document
 
 # One request per operation of the contract: (method, url, body).
 MEMORY_OPERATIONS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tests.contract.api_client import BASE, assert_error, ok, put_document
+from tests.spec.api_client import BASE, assert_error, ok, put_document
 
 CONTEXT_HEADER = (
     "<memori_context>\n"

@@ -16,12 +16,11 @@ from django.test import Client
 from django.urls import reverse
 
 from memoryhub.models import EndUser, MemoryDocument, Scope
-from memoryhub.services.documents import document_put, enduser_get_or_create
-from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
 from tenants.models import Role, Tenant
 from tenants.services import account_get_or_create, membership_set
-from tests.web.browser import browser, pages  # noqa: F401 - fixtures for test_browser.py
+from tests.factories import DocumentFactory, EndUserFactory
+from tests.pages.browser import browser, pages  # noqa: F401 - fixtures for test_browser.py
 
 PASSWORD = "correct horse battery staple 42"  # noqa: S105 - test accounts only
 
@@ -41,21 +40,13 @@ def signed_in(user: AbstractBaseUser, **kwargs: Any) -> Client:
 def write(tenant: Tenant, user_id: str, path: str, content: str, *, scope: str = Scope.GLOBAL,
           scope_key: str = "", actor: str = "assistant",
           description: str | None = None) -> MemoryDocument:
-    with tenant_context(tenant.pk):
-        end_user = enduser_get_or_create(tenant=tenant, user_id=user_id)
-        document, _ = document_put(writer=Writer(tenant=tenant, actor=actor),
-                                   end_user=end_user, scope=scope, scope_key=scope_key,
-                                   path=path, content=content, description=description)
-    return document
+    return DocumentFactory(tenant=tenant, user_id=user_id, scope=scope, scope_key=scope_key,
+                           path=path, content=content, description=description, actor=actor)
 
 
 def person(tenant: Tenant, user_id: str, *, account: AbstractBaseUser | None = None) -> EndUser:
-    with tenant_context(tenant.pk):
-        end_user = enduser_get_or_create(tenant=tenant, user_id=user_id)
-        if account is not None:
-            end_user.account = account
-            end_user.save(update_fields=["account"])
-    return end_user
+    linked = {} if account is None else {"account": account}
+    return EndUserFactory(tenant=tenant, user_id=user_id, **linked)
 
 
 def person_url(end_user: EndUser, name: str = "web:person", **kwargs: Any) -> str:

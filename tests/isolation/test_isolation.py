@@ -13,6 +13,7 @@ from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Profile
 from tenants.context import TenantNotSet, tenant_context
 from tenants.managers import TenantOwned
 from tenants.models import ApiKey
+from tests.factories import DocumentRowFactory, EndUserFactory
 
 
 def tenant_owned_tables() -> list[str]:
@@ -28,11 +29,8 @@ def tenant_owned_tables() -> list[str]:
 
 def seed(kit, user_id: str = "alice") -> None:
     with tenant_context(kit.tenant.id):
-        end_user = EndUser.objects.create(tenant=kit.tenant, user_id=user_id)
-        MemoryDocument.objects.create(
-            tenant=kit.tenant, end_user=end_user, scope="global", path="/a.md",
-            content="x", bytes=1, updated_by="app",
-        )
+        end_user = EndUserFactory(tenant=kit.tenant, user_id=user_id)
+        DocumentRowFactory(end_user=end_user, scope="global", path="/a.md", content="x")
         Profile.objects.create(tenant=kit.tenant, name="cooking")
         MemoryEvent.objects.create(tenant=kit.tenant, type="memory.changed", actor="app")
 

@@ -8,15 +8,11 @@ on ``ToyMemory``, a dict-backed stand-in for the service that only strings toget
 
 from __future__ import annotations
 
-import os
-import re
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
-from anthropic.lib.tools._tool_dispatch import tool_error_content, tool_result_content
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -49,18 +45,14 @@ from memoryhub.memory_tool.texts import (
 )
 from memoryhub.paths import ROOT, is_under, normalize_path, reparent
 from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
+from tests.reference_tool import comparable, reference_outcome, reference_tool
 
 Outcome = tuple[str, bool]
 
 
 def sdk_outcome(tool: BetaLocalFilesystemMemoryTool, command: Command) -> Outcome:
     """What the SDK's tool runner puts in the tool_result: (content, is_error)."""
-    try:
-        content = tool_result_content(tool.call(command))
-        is_error = False
-    except Exception as exc:  # the runner catches ToolError and everything else alike
-        content = tool_error_content(exc)
-        is_error = True
+    content, is_error, _ = reference_outcome(tool, command)  # a crash is an error text too
     assert isinstance(content, str)
     return content, is_error
 
@@ -149,36 +141,19 @@ class ToyMemory:
         return rename_ok(old_raw, new_raw)
 
 
-_DIR_LINE = re.compile(r"^\S+\t(.*/)$", re.MULTILINE)
-
-
 @pytest.fixture
-def reference(tmp_path: Path) -> BetaLocalFilesystemMemoryTool:
-    return BetaLocalFilesystemMemoryTool(base_path=str(tmp_path))
-
-
-def comparable(text: str, reference: BetaLocalFilesystemMemoryTool) -> str:
-    """Directory sizes are the filesystem's (4096 on ext4, other values on tmpfs or btrfs).
-
-    On a filesystem where directories are 4096 bytes we compare verbatim; elsewhere the size
-    column of directory lines (and of a directory view's own line) is masked on both sides.
-    """
-    if os.stat(reference.memory_root).st_size == DIRECTORY_SIZE:
-        return text
-    text = _DIR_LINE.sub(r"<dir>\t\1", text)
-    if text.startswith("Here're the files"):
-        header, first, *rest = text.split("\n")
-        text = "\n".join([header, "<dir>\t" + first.split("\t", 1)[1], *rest])
-    return text
+def reference() -> Iterator[BetaLocalFilesystemMemoryTool]:
+    with reference_tool() as tool:
+        yield tool
 
 
 def assert_same_run(reference: BetaLocalFilesystemMemoryTool, script: list[Command]) -> None:
-    ours = ToyMemory()
+    ours, root = ToyMemory(), reference.memory_root
     for step, command in enumerate(script):
         expected_text, expected_error = sdk_outcome(reference, command)
         actual_text, actual_error = ours.run(command)
         context = f"step {step}: {command}"
-        assert comparable(actual_text, reference) == comparable(expected_text, reference), context
+        assert comparable(actual_text, root) == comparable(expected_text, root), context
         assert actual_error == expected_error, context
 
 
@@ -424,7 +399,8 @@ class TestDirectoryViewsMatchReference:
         assert not is_error
         sizes = [(path, len(text.encode())) for path, text in NESTED.items()]
         ours = directory_view(written, directory_entries(directory, sizes))
-        assert comparable(ours, reference) == comparable(expected, reference)
+        root = reference.memory_root
+        assert comparable(ours, root) == comparable(expected, root)
 
     def test_empty_root(self, reference: BetaLocalFilesystemMemoryTool) -> None:
         assert_same_run(reference, [view("/memories")])
@@ -544,8 +520,8 @@ _TEXT = st.text(alphabet="ab \n\r", max_size=40)
 
 @pytest.fixture(scope="module")
 def shared_reference() -> Iterator[BetaLocalFilesystemMemoryTool]:
-    with tempfile.TemporaryDirectory() as base:
-        yield BetaLocalFilesystemMemoryTool(base_path=base)
+    with reference_tool() as tool:
+        yield tool
 
 
 def _fresh(reference: BetaLocalFilesystemMemoryTool, content: str) -> None:
@@ -555,6 +531,20 @@ def _fresh(reference: BetaLocalFilesystemMemoryTool, content: str) -> None:
         create_ok("/memories/p.md"),
         False,
     )
+
+
+def assert_same_edit(reference: BetaLocalFilesystemMemoryTool, content: str, command: Command,
+                     edit: Callable[[], tuple[str, str]]) -> None:
+    """On ``/memories/p.md`` holding ``content``, the pure ``edit`` (new content, text) gives the
+    reference's outcome for ``command`` and leaves the file as the reference leaves it."""
+    _fresh(reference, content)
+    expected = sdk_outcome(reference, command)
+    try:
+        new_content, text = edit()
+        assert (text, False) == expected
+        assert (reference.memory_root / "p.md").read_bytes().decode() == new_content
+    except ToolError as exc:
+        assert (exc.message, True) == expected
 
 
 _PROPERTY_SETTINGS = settings(
@@ -567,14 +557,8 @@ _PROPERTY_SETTINGS = settings(
 def test_str_replace_property(
     shared_reference: BetaLocalFilesystemMemoryTool, content: str, old: str, new: str
 ) -> None:
-    _fresh(shared_reference, content)
-    expected = sdk_outcome(shared_reference, str_replace("/memories/p.md", old, new))
-    try:
-        new_content, text = apply_str_replace(content, old, new, "/memories/p.md")
-        assert (text, False) == expected
-        assert (shared_reference.memory_root / "p.md").read_bytes().decode() == new_content
-    except ToolError as exc:
-        assert (exc.message, True) == expected
+    assert_same_edit(shared_reference, content, str_replace("/memories/p.md", old, new),
+                     lambda: apply_str_replace(content, old, new, "/memories/p.md"))
 
 
 @_PROPERTY_SETTINGS
@@ -582,14 +566,8 @@ def test_str_replace_property(
 def test_insert_property(
     shared_reference: BetaLocalFilesystemMemoryTool, content: str, line: int, text: str
 ) -> None:
-    _fresh(shared_reference, content)
-    expected = sdk_outcome(shared_reference, insert("/memories/p.md", line, text))
-    try:
-        new_content, message = apply_insert(content, line, text, "/memories/p.md")
-        assert (message, False) == expected
-        assert (shared_reference.memory_root / "p.md").read_bytes().decode() == new_content
-    except ToolError as exc:
-        assert (exc.message, True) == expected
+    assert_same_edit(shared_reference, content, insert("/memories/p.md", line, text),
+                     lambda: apply_insert(content, line, text, "/memories/p.md"))
 
 
 @_PROPERTY_SETTINGS

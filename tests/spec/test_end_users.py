@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.test import Client
 
-from tests.contract.api_client import BASE, assert_error, err, events, index, ok, put_document
+from tests.spec.api_client import BASE, assert_error, err, events, index, ok, put_document
 
 
 def seed(kit, user_id: str = "alice") -> None:

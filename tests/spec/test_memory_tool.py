@@ -10,18 +10,18 @@ for ``/memories/notes/a.md`` with ``/memories/`` written as ``/``.
 from __future__ import annotations
 
 import itertools
-import os
-import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import pytest
-from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
-from anthropic.lib.tools._beta_functions import ToolError as ReferenceToolError
-from anthropic.lib.tools._tool_dispatch import tool_error_content, tool_result_content
 
-from tests.contract.api_client import (
+from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
+from tests.reference_tool import (
+    prune_empty_directories,
+    reference_outcome,
+    reference_tool,
+    without_directory_sizes,
+)
+from tests.spec.api_client import (
     BASE,
     DIRECTORY_HEADER,
     assert_error,
@@ -32,10 +32,8 @@ from tests.contract.api_client import (
     set_limits,
     tool,
 )
-from tests.memory_commands import Command, create, delete, insert, rename, str_replace, view
 
 _people = itertools.count()
-_DIRECTORY_LINE = re.compile(r"^[0-9.]+[BKMG]\t(.*/)$", re.MULTILINE)
 
 
 TEN_LINES = "\n".join(f"line {n}" for n in range(1, 11))
@@ -111,27 +109,13 @@ SCRIPT = [
 def reference_run(script: list[Command]) -> list[tuple[str, bool]]:
     """What the SDK's tool runner would send the model for each command, in order."""
     outcomes = []
-    with tempfile.TemporaryDirectory() as base:
-        reference = BetaLocalFilesystemMemoryTool(base_path=base)
+    with reference_tool() as reference:
         for command in script:
-            try:
-                outcomes.append((tool_result_content(reference.call(command)), False))
-            except ReferenceToolError as exc:
-                outcomes.append((tool_error_content(exc), True))
-            # Directories exist here only through documents: drop the reference's empty ones.
-            for directory, _, _ in sorted(os.walk(reference.memory_root), key=lambda e: -len(e[0])):
-                if Path(directory) != reference.memory_root and not os.listdir(directory):
-                    os.rmdir(directory)
+            content, is_error, crashed = reference_outcome(reference, command)
+            assert not crashed, (command, content)  # the script is one the reference runs
+            outcomes.append((content, is_error))
+            prune_empty_directories(reference.memory_root)
     return outcomes
-
-
-def without_directory_sizes(text: str) -> str:
-    """Directory sizes are the filesystem's own (4K on ext4, which the service prints)."""
-    text = _DIRECTORY_LINE.sub(r"<dir>\t\1", text)
-    if text.startswith("Here're the files"):
-        header, first, *rest = text.split("\n")
-        text = "\n".join([header, "<dir>\t" + first.split("\t", 1)[1], *rest])
-    return text
 
 
 def written_without_prefix(value: Any) -> Any:

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from memoryhub.models import EndUser, PortalLink
 from tenants.context import tenant_context
-from tests.web.conftest import PASSWORD, signed_in, write
+from tests.pages.conftest import PASSWORD, signed_in, write
 
 
 def _link(kit, user_id: str = "alice") -> str:

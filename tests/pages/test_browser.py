@@ -13,8 +13,8 @@ from playwright.sync_api import expect
 
 from memoryhub.models import MemoryDocument
 from tenants.context import tenant_context
-from tests.web.browser import Api, shot
-from tests.web.conftest import PASSWORD
+from tests.pages.browser import Api, shot
+from tests.pages.conftest import PASSWORD
 
 # live_server makes every test here transactional. "migrate" is listed so the flush after each
 # test (tests/conftest.py, on the owner connection) is allowed to run: pytest-django's live

@@ -6,7 +6,7 @@ import re
 
 from django.test import Client
 
-from tests.web.conftest import person, person_url, signed_in, write
+from tests.pages.conftest import person, person_url, signed_in, write
 
 
 def test_pages_carry_a_strict_csp_and_no_inline_script(acme_team) -> None:
@@ -47,7 +47,7 @@ def test_every_form_needs_the_csrf_token(acme_team) -> None:
 
 
 def test_the_session_cookie_is_httponly_and_samesite(acme_team) -> None:
-    from tests.web.conftest import PASSWORD
+    from tests.pages.conftest import PASSWORD
 
     client = Client()
     response = client.post("/accounts/login/", {"login": "owner@acme.test", "password": PASSWORD})

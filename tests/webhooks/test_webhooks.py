@@ -26,7 +26,7 @@ from memoryhub.services.webhooks import (
 from memoryhub.tasks import webhooks_sweep
 from tenants.context import tenant_context
 from tenants.models import AuditEntry
-from tests.recall.receiver import webhook_receiver
+from tests.webhooks.receiver import webhook_receiver
 
 
 @pytest.fixture

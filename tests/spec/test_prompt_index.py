@@ -11,7 +11,7 @@ from typing import Any
 
 from django.test import Client
 
-from tests.contract.api_client import (
+from tests.spec.api_client import (
     BASE,
     MEMORY_INDEX_HEADER,
     index,

@@ -19,7 +19,7 @@ from django.urls.resolvers import URLResolver
 
 from memoryhub.models import WebhookEndpoint
 from tenants.context import tenant_context
-from tests.api.test_documents import put_doc
+from tests.api.helpers import put_doc
 
 VICTIM = "alice"  # acme's person; globex never wrote for an "alice" before the request
 _ghosts = count()

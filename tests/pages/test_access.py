@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from memoryhub.services.people import portal_link_create
 from tenants.context import tenant_context
-from tests.web.conftest import person, person_url, signed_in, write
+from tests.pages.conftest import person, person_url, signed_in, write
 
 TENANT_GET_PAGES = ["tenant_overview", "tenant_settings", "tenant_profiles", "tenant_keys",
                     "tenant_members", "tenant_people", "tenant_audit"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.contract.api_client import BASE, assert_error, err, index, ok, put_document
+from tests.spec.api_client import BASE, assert_error, err, index, ok, put_document
 
 DEFAULT_LIMITS = {"max_document_bytes": 16384, "max_index_entries": 50, "max_index_tokens": 1500,
                   "max_scope_bytes": 262144, "max_writes_per_turn": 20}

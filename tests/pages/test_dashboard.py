@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from memoryhub.models import EndUser, EventType, MemoryEvent, Profile
 from tenants.context import tenant_context
 from tenants.models import AuditEntry, Membership, Role
-from tests.web.conftest import signed_in, write
+from tests.pages.conftest import signed_in, write
 
 SETTINGS = {
     "name": "Acme", "memory_enabled": "on", "recall_threshold": "0.15", "session_days": "30",

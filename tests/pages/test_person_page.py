@@ -12,7 +12,7 @@ import pytest
 
 from memoryhub.models import EndUser, MemoryDocument, Scope
 from tenants.context import tenant_context
-from tests.web.conftest import document_of, person, person_url, signed_in, write
+from tests.pages.conftest import document_of, person, person_url, signed_in, write
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 

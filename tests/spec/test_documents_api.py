@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.contract.api_client import BASE, assert_error, events, ok, put_document, set_limits
+from tests.spec.api_client import BASE, assert_error, events, ok, put_document, set_limits
 
 FIELDS = {"path", "scope", "scope_key", "description", "content", "bytes", "version",
           "updated_by", "created_at", "updated_at"}

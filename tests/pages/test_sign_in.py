@@ -11,7 +11,7 @@ from django.test import Client
 from memoryhub.web.services import invitation_create
 from tenants.context import tenant_context
 from tenants.models import Invitation, Membership, Role
-from tests.web.conftest import PASSWORD, signed_in
+from tests.pages.conftest import PASSWORD, signed_in
 
 SIGNUP = {"email": "new@acme.test", "password1": PASSWORD, "password2": PASSWORD}
 

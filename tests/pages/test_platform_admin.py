@@ -7,7 +7,7 @@ from django.test import Client
 
 from tenants.context import tenant_context
 from tenants.models import AuditEntry
-from tests.web.conftest import signed_in, write
+from tests.pages.conftest import signed_in, write
 
 
 def test_staff_list_tenants_with_counts_and_changes_are_audited(acme, globex, acme_team) -> None:

@@ -1,0 +1,1 @@
+"""The web pages: what a person and an admin see and may do (test client, and Chromium)."""

@@ -1,0 +1,2 @@
+"""What the product stands on: database adapters, the embedded database, embedding providers,
+the publisher, deploy settings, health."""

@@ -1,0 +1,1 @@
+"""Webhooks: the admin API, signed and retried delivery, and a real local receiver."""
