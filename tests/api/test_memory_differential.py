@@ -56,7 +56,7 @@ def reference_outcome(reference: BetaLocalFilesystemMemoryTool,
         return tool_result_content(reference.call(command)), False, False
     except ReferenceToolError as exc:
         return tool_error_content(exc), True, False
-    except Exception as exc:  # noqa: BLE001 - the runner sends repr(exc) for anything else
+    except Exception as exc:  # the runner sends repr(exc) for anything else
         return tool_error_content(exc), True, True
     finally:
         prune_empty_directories(reference.memory_root)
