@@ -144,8 +144,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             now = timezone.now()
             if key.last_used_at is None or (now - key.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS:
                 ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-        request.prefetched_end_user = end_user  # see TenantAPIView.initial
-        request.prefetched_end_user_locked = locked
+        # Read back by TenantAPIView.initial; DRF's Request declares no such attributes.
+        request.prefetched_end_user = end_user  # type: ignore[attr-defined]
+        request.prefetched_end_user_locked = locked  # type: ignore[attr-defined]
         principal = ApiPrincipal(
             tenant_id=key.tenant_id, key_id=key.pk, lookup_id=key.lookup_id,
             permissions=frozenset(key.permissions),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
 
@@ -68,6 +68,7 @@ ACTOR = "assistant"
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename", "append", "replace")
 READ_COMMANDS = frozenset({"view"})
 _ID_RULE = "1-128 characters of A-Z a-z 0-9 . _ @ : + | -"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,8 @@ class ToolContext:
     turn_id: str | None = None
 
     def _explicit(self) -> Location:
-        key = {Scope.SESSION: self.session_id, Scope.PROFILE: self.profile}.get(self.scope, "")
+        keys: dict[str | None, str | None] = {Scope.SESSION: self.session_id, Scope.PROFILE: self.profile}
+        key = keys.get(self.scope, "")
         return (self.scope, key or "")  # type: ignore[return-value]
 
     def lookup(self) -> list[Location]:
@@ -162,7 +164,7 @@ def _optional_id(payload: Mapping[str, Any], name: str, valid: Callable[[object]
     value = payload.get(name)
     if value is None or value == "":
         return None
-    if not valid(value):
+    if not isinstance(value, str) or not valid(value):  # isinstance: for the type checker
         raise InvalidScope(f"Error: {name} must be {rule}; got {value!r}.")
     return value
 
@@ -205,7 +207,7 @@ def _json_type(value: object) -> str:
     return "null"
 
 
-def _argument(call: Call, name: str, kind: type, what: str) -> Any:
+def _argument(call: Call, name: str, kind: type[T], what: str) -> T:
     """A required argument of ``kind`` (``int`` excludes booleans), else a tool error."""
     value = call.payload.get(name)
     if value is None or (value == "" and kind is str and name.endswith("path")):
@@ -250,7 +252,8 @@ def _create(call: Call) -> str:
                  "content": content, "description": call.payload.get("description"),
                  **call.writes()}
     if call.end_user is not None or path == ROOT:
-        memory_create(end_user=call.end_user, **arguments)
+        # None only at the root, which memory_create refuses before it reads the person.
+        memory_create(end_user=call.end_user, **arguments)  # type: ignore[arg-type]
     else:
         # The person's first write creates them; a refused one must not leave them behind.
         with transaction.atomic():
