@@ -80,16 +80,18 @@ class TenantAPIView(APIView):
         try:
             parsed = request_key(request)
             if parsed is None:  # no credentials: the permission check answers 401
-                request.user = request.auth = None  # settings: UNAUTHENTICATED_USER is None
+                # settings: UNAUTHENTICATED_USER is None (the stubs know only Django's users)
+                request.user = request.auth = None  # type: ignore[assignment]
                 return
             user_id = self.kwargs.get("user_id")  # unvalidated here: the handler checks it
             user_id = user_id if isinstance(user_id, str) else None
             locked = user_id is not None and self.writes_end_user(request)
             found = key_authenticate(parsed, user_id=user_id, lock_person=locked)
         except APIException:
-            request.user = request.auth = None  # as DRF leaves a failed authentication
+            request.user = request.auth = None  # type: ignore[assignment]  # as DRF leaves it
             raise
-        request.user, request.auth = found.principal, found.key
+        # An API request's user is its key's principal, not a Django user (the stubs' type).
+        request.user, request.auth = found.principal, found.key  # type: ignore[assignment]
         self.end_user, self.end_user_locked = found.end_user, locked
 
     def handle_exception(self, exc: Exception) -> Response:

@@ -14,6 +14,8 @@ from rest_framework.views import exception_handler as drf_exception_handler
 class ApiError(exceptions.APIException):
     """An error with the contract's snake_case code: ``raise ApiError(400, "invalid_user_id", ...)``."""
 
+    wait: float | None = None  # seconds: DRF's handler sends it as Retry-After
+
     def __init__(self, status_code: int, code: str, message: str) -> None:
         self.status_code = status_code
         super().__init__(detail=message, code=code)

@@ -13,11 +13,12 @@ the same chain as production.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.core.handlers.base import BaseHandler
 from django.core.handlers.exception import convert_exception_to_response
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.utils.module_loading import import_string
 
 from api.errors import TOO_LARGE_MESSAGE, error_body
@@ -30,10 +31,11 @@ class ApiHandler(BaseHandler):
     chain of ``settings.API_MIDDLEWARE``, which holds synchronous middleware only."""
 
     def load_middleware(self, is_async: bool = False) -> None:
-        self._view_middleware = []
-        self._template_response_middleware = []
-        self._exception_middleware = []
-        handler = convert_exception_to_response(self._get_response)
+        self._view_middleware: list[Callable[..., Any]] = []
+        self._template_response_middleware: list[Callable[..., Any]] = []
+        self._exception_middleware: list[Callable[..., Any]] = []
+        # django-stubs omit BaseHandler's private _get_response (the URL resolver and view).
+        handler = convert_exception_to_response(self._get_response)  # type: ignore[attr-defined]
         for path in reversed(settings.API_MIDDLEWARE):
             middleware = import_string(path)(handler)
             if hasattr(middleware, "process_view"):
@@ -47,12 +49,12 @@ class ApiHandler(BaseHandler):
 
 
 class ApiRouterMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
         self.api = ApiHandler()
         self.api.load_middleware()
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if request.path_info.startswith(API_PREFIX):
             return self.api.get_response(request)
         return self.get_response(request)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 
 from api.errors import ApiError
 
@@ -38,7 +39,8 @@ def valid_profile(value: object) -> str:
     return value  # type: ignore[return-value]
 
 
-def optional(query: dict, name: str, validator) -> str | None:  # noqa: ANN001
+def optional(query: Mapping[str, str], name: str,
+             validator: Callable[[str], str]) -> str | None:
     """A query parameter that may be absent or empty."""
     value = query.get(name)
-    return validator(value) if value not in (None, "") else None
+    return validator(value) if value else None  # absent or empty

@@ -5,6 +5,7 @@ from typing import Any
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from api.authentication import ApiPrincipal
 from tenants.models import Permission
 
 
@@ -14,7 +15,7 @@ class _KeyPermission(BasePermission):
 
     def has_permission(self, request: Request, view: Any) -> bool:
         principal = request.user
-        if principal is None or not getattr(principal, "is_authenticated", False):
+        if not isinstance(principal, ApiPrincipal):  # None: no key authenticated
             return False
         return self.required in principal.permissions
 

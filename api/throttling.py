@@ -16,6 +16,8 @@ from django.core.cache import cache
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from api.authentication import ApiPrincipal
+
 _PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600}
 
 
@@ -32,7 +34,7 @@ class ApiKeyRateThrottle(BaseThrottle):
     def allow_request(self, request: Request, view: Any) -> bool:
         principal = request.user
         rate = settings.API_RATE_LIMIT
-        if not rate or principal is None or not getattr(principal, "is_authenticated", False):
+        if not rate or not isinstance(principal, ApiPrincipal):  # None: no key authenticated
             return True
         limit, period = parse_rate(rate)
         now = time.time()

@@ -8,7 +8,7 @@ of this service's own start with ``Error: `` and say what to do next.
 from __future__ import annotations
 
 
-class MemoryError_(Exception):  # noqa: N801 - avoid shadowing the builtin MemoryError
+class MemoryError_(Exception):  # avoid shadowing the builtin MemoryError
     code = "memory_error"
     http_status = 422
 

@@ -19,7 +19,7 @@ def _database_ok() -> str | None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         return None
-    except Exception as exc:  # noqa: BLE001 - any failure means "not ready"
+    except Exception as exc:  # any failure means "not ready"
         return f"database: {exc.__class__.__name__}"
 
 
@@ -30,7 +30,7 @@ def _broker_ok() -> str | None:
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
         return None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"broker: {exc.__class__.__name__}"
 
 

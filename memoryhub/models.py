@@ -86,6 +86,9 @@ class MemoryDocument(TenantOwned):
     confidence = models.FloatField(default=1.0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Not a field: the total size of the document's location, which document_resolve(lock=True)
+    # reads in the locking statement for the max_scope_bytes check (annotation only).
+    scope_bytes: int
 
     class Meta(TenantOwned.Meta):
         constraints = [

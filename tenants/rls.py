@@ -9,6 +9,7 @@ for the two lookups that happen before a tenant is known (see tenants/context.py
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import BaseConstraint
@@ -30,10 +31,11 @@ class TenantRowLevelSecurity(BaseConstraint):
             f"WITH CHECK ({TENANT_PREDICATE})",
         ]
 
-    def constraint_sql(self, model: Any, schema_editor: Any) -> None:
-        # Called while building CREATE TABLE: the policy must wait for the table to exist.
+    def constraint_sql(self, model: Any, schema_editor: Any) -> str:
+        # Called while building CREATE TABLE: the policy must wait for the table to exist, so
+        # nothing goes inline (CREATE TABLE skips an empty constraint).
         schema_editor.deferred_sql.extend(self._statements(model._meta.db_table))
-        return None
+        return ""
 
     def create_sql(self, model: Any, schema_editor: Any) -> str:
         return "; ".join(self._statements(model._meta.db_table))
@@ -49,7 +51,7 @@ class TenantRowLevelSecurity(BaseConstraint):
     def validate(self, *args: Any, **kwargs: Any) -> None:
         return None  # nothing to check per row in Python
 
-    def deconstruct(self) -> tuple[str, tuple, dict]:
+    def deconstruct(self) -> tuple[str, Sequence[Any], dict[str, Any]]:
         path, args, kwargs = super().deconstruct()
         path = "tenants.rls.TenantRowLevelSecurity"
         if self.extra_using:

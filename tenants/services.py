@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -12,6 +13,9 @@ from django.utils import timezone
 
 from tenants.context import tenant_context
 from tenants.models import DEFAULT_LIMITS, ApiKey, AuditEntry, Membership, Permission, Role, Tenant
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 KEY_PREFIX = "mh_"
 _LOOKUP_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -94,7 +98,7 @@ def tenant_create(*, slug: str, name: str = "", owner_email: str | None = None,
     return tenant
 
 
-def account_get_or_create(*, email: str, password: str | None = None):  # noqa: ANN201
+def account_get_or_create(*, email: str, password: str | None = None) -> User:
     """A web account by email (allauth logs in by email; the username mirrors it)."""
     user_model = get_user_model()
     user = user_model.objects.filter(email__iexact=email).first()
@@ -109,7 +113,7 @@ def account_get_or_create(*, email: str, password: str | None = None):  # noqa: 
     return user
 
 
-def membership_set(*, tenant: Tenant, user, role: str, actor: str) -> Membership:  # noqa: ANN001
+def membership_set(*, tenant: Tenant, user: User, role: str, actor: str) -> Membership:
     with tenant_context(tenant.id):
         membership, _ = Membership.objects.update_or_create(
             tenant=tenant, user=user, defaults={"role": role}

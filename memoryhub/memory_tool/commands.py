@@ -23,13 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
 
 from api.params import is_profile_name, is_session_id
 from memoryhub.errors import InvalidScope, MemoryError_, ToolError
 from memoryhub.memory_tool.texts import (
+    already_exists,
     append_ok,
     apply_append,
     apply_insert,
@@ -69,6 +70,7 @@ ACTOR = "assistant"
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename", "append", "replace")
 READ_COMMANDS = frozenset({"view"})
 _ID_RULE = "1-128 characters of A-Z a-z 0-9 . _ @ : + | -"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ class ToolContext:
     turn_id: str | None = None
 
     def _explicit(self) -> Location:
-        key = {Scope.SESSION: self.session_id, Scope.PROFILE: self.profile}.get(self.scope, "")
+        keys: dict[str | None, str | None] = {Scope.SESSION: self.session_id, Scope.PROFILE: self.profile}
+        key = keys.get(self.scope, "")
         return (self.scope, key or "")  # type: ignore[return-value]
 
     def lookup(self) -> list[Location]:
@@ -175,7 +178,7 @@ def _optional_id(payload: Mapping[str, Any], name: str, valid: Callable[[object]
     value = payload.get(name)
     if value is None or value == "":
         return None
-    if not valid(value):
+    if not isinstance(value, str) or not valid(value):  # isinstance: for the type checker
         raise InvalidScope(f"Error: {name} must be {rule}; got {value!r}.")
     return value
 
@@ -218,7 +221,7 @@ def _json_type(value: object) -> str:
     return "null"
 
 
-def _argument(call: Call, name: str, kind: type, what: str) -> Any:
+def _argument(call: Call, name: str, kind: type[T], what: str) -> T:
     """A required argument of ``kind`` (``int`` excludes booleans), else a tool error."""
     value = call.payload.get(name)
     if value is None or (value == "" and kind is str and name.endswith("path")):
@@ -259,15 +262,20 @@ def _view(call: Call) -> str:
 def _create(call: Call) -> str:
     raw, path = _path(call)
     content = _text(call, "file_text")
-    arguments = {"location": call.context.create_location(), "path": path, "label": raw,
-                 "content": content, "description": call.payload.get("description")}
-    if call.end_user is not None or path == ROOT:
-        memory_create(writer=call.writer, end_user=call.end_user, **arguments)
+
+    def create(end_user: EndUser) -> None:
+        memory_create(writer=call.writer, end_user=end_user,
+                      location=call.context.create_location(), path=path, label=raw,
+                      content=content, description=call.payload.get("description"))
+
+    if call.end_user is not None:
+        create(call.end_user)
+    elif path == ROOT:
+        raise ToolError(already_exists(raw))  # what memory_create says, with no person to read
     else:
         # The person's first write creates them; a refused one must not leave them behind.
         with transaction.atomic():
-            end_user = enduser_get_or_create(tenant=call.writer.tenant, user_id=call.user_id)
-            memory_create(writer=call.writer, end_user=end_user, **arguments)
+            create(enduser_get_or_create(tenant=call.writer.tenant, user_id=call.user_id))
     return create_ok(raw)
 
 

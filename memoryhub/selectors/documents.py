@@ -151,7 +151,8 @@ _PROFILE_DISABLED = (
 def profile_disabled(profile: str) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(_PROFILE_DISABLED, [current_tenant_id(), profile])
-        return cursor.fetchone()[0]
+        disabled: bool = cursor.fetchone()[0]
+    return disabled
 
 
 def memory_disabled_reason(
@@ -265,7 +266,8 @@ def location_bytes(*, end_user: EndUser, location: Location) -> int:
     where, params = _where_sql(end_user, [location])
     with connection.cursor() as cursor:
         cursor.execute(f'SELECT COALESCE(SUM("bytes"), 0) FROM {_TABLE} WHERE {where}', params)  # noqa: S608
-        return cursor.fetchone()[0]
+        total: int = cursor.fetchone()[0]
+    return total
 
 
 def directory_location(

@@ -311,7 +311,7 @@ def _insert(document: MemoryDocument) -> None:
 def _save(document: MemoryDocument, fields: list[str]) -> None:
     """``save(update_fields=fields)`` in hand-written SQL: every edit runs it, and the ORM's
     compilation cost more than the statement (the caller has set ``updated_at``)."""
-    columns = ", ".join(f'"{MemoryDocument._meta.get_field(name).column}" = %s' for name in fields)
+    columns = ", ".join(f'"{MemoryDocument._meta.get_field(name).column}" = %s' for name in fields)  # type: ignore[union-attr]  # concrete fields only
     with connection.cursor() as cursor:
         cursor.execute(
             f'UPDATE {MemoryDocument._meta.db_table} SET {columns} '  # noqa: S608 - our names
@@ -550,7 +550,7 @@ def memory_rename(
             "outside it."
         )
     conflict, _ = _path_conflict(end_user=end_user, location=location, path=new)
-    if conflict not in (None, "exists", "directory"):
+    if conflict is not None and conflict not in ("exists", "directory"):
         raise _under_a_document(conflict, new_label)
     _credential_check(new)
     if source is not None:

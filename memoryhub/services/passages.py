@@ -173,7 +173,7 @@ def _rewritten(
     }
 
 
-def _columns(document: MemoryDocument) -> dict[str, object]:
+def _columns(document: MemoryDocument) -> dict[str, int | str]:
     """What every passage copies from its document (recall filters on these with no join)."""
     return {"tenant": document.tenant_id, "document": document.pk,
             "end_user": document.end_user_id, "scope": document.scope,
@@ -190,7 +190,8 @@ def _old_passages(document: MemoryDocument, current: str) -> list[tuple[int, int
                 for pk, ordinal, text, has_vector, provider in read]
     with connection.cursor() as cursor:
         cursor.execute(_OLD_PASSAGES, [current, document.tenant_id, document.pk])
-        return cursor.fetchall()
+        rows: list[tuple[int, int, str, bool]] = cursor.fetchall()
+        return rows
 
 
 def _vectors_for(

@@ -240,7 +240,8 @@ def deliveries_due(*, now: datetime, limit: int) -> list[int]:
 
 def retry_delay(attempts: int) -> float:
     config = _config()
-    return min(config["retry_base"] * 2 ** max(attempts - 1, 0), config["retry_max"])
+    delay: float = min(config["retry_base"] * 2 ** max(attempts - 1, 0), config["retry_max"])
+    return delay
 
 
 @dataclass(frozen=True)

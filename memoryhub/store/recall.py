@@ -69,6 +69,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
+from typing import Any
 
 from django.db import connection
 
@@ -254,7 +255,7 @@ def recall_search(
     limit: int, threshold: float | None, ranking: Ranking, now: datetime,
 ) -> list[RecallHit]:
     """Rank the visible documents for a query (module docstring); ``threshold`` None keeps all."""
-    params: dict[str, object] = {
+    params: dict[str, Any] = {  # Any: psycopg also takes HalfVec (our dumper)
         "tenant": visibility.tenant_id, "end_user": visibility.end_user_id,
         "session": visibility.session_id, "profile": visibility.profile,
         "provider": provider, "lexical_weight": ranking.lexical_weight,

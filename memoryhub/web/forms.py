@@ -31,7 +31,8 @@ class DocumentEditForm(forms.Form):
 
     def clean_content(self) -> str:
         # Browsers submit textarea line breaks as CRLF; memory documents use LF.
-        return self.cleaned_data["content"].replace("\r\n", "\n")
+        content: str = self.cleaned_data["content"]
+        return content.replace("\r\n", "\n")
 
 
 class DocumentDeleteForm(forms.Form):
@@ -42,7 +43,7 @@ class SessionDeleteForm(forms.Form):
     session_id = forms.CharField(max_length=128, widget=forms.HiddenInput)
 
     def clean_session_id(self) -> str:
-        value = self.cleaned_data["session_id"]
+        value: str = self.cleaned_data["session_id"]
         if not is_session_id(value):
             raise forms.ValidationError("Not a session id.")
         return value
@@ -55,7 +56,7 @@ class ForgetForm(forms.Form):
     )
 
     def clean_confirm(self) -> str:
-        value = self.cleaned_data["confirm"].strip()
+        value: str = self.cleaned_data["confirm"].strip()
         if value != FORGET_WORD:
             raise forms.ValidationError(f"Type the word {FORGET_WORD} in capitals to confirm.")
         return value

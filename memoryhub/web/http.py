@@ -3,14 +3,14 @@ type checkers (django-htmx's example app does the same)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest
 from django_htmx.middleware import HtmxDetails
 
 
 class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails  # django_htmx.middleware.HtmxMiddleware
-    user: AbstractBaseUser | AnonymousUser  # AuthenticationMiddleware
+    user: User | AnonymousUser  # AuthenticationMiddleware
 
 
 def actor_label(request: HttpRequest) -> str:

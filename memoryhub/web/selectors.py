@@ -16,7 +16,7 @@ from tenants.context import web_user_context
 from tenants.models import ApiKey, AuditEntry, Invitation, Membership
 
 # The person's page and the admin overview list groups in this order.
-SCOPE_ORDER = {Scope.GLOBAL: 0, Scope.PROFILE: 1, Scope.SESSION: 2}
+SCOPE_ORDER: dict[str, int] = {Scope.GLOBAL: 0, Scope.PROFILE: 1, Scope.SESSION: 2}
 
 
 # --- The signed-in account, across tenants ---------------------------------------------------

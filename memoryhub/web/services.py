@@ -9,7 +9,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -62,7 +62,7 @@ def invitation_find(*, token: str) -> Invitation | None:
     return invitation
 
 
-def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser) -> Membership:
+def invitation_accept(*, invitation: Invitation, user: User) -> Membership:
     """Make the account a member with the invited role; an existing membership keeps the
     higher of the two roles (an invitation never demotes)."""
     tenant = invitation.tenant
@@ -73,7 +73,7 @@ def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser) -> Memb
         locked.accepted_at = timezone.now()
         locked.save(update_fields=["accepted_at"])
         current = Membership.objects.filter(user=user).first()
-        rank = [Role.MEMBER, Role.ADMIN, Role.OWNER]
+        rank: list[str] = [Role.MEMBER, Role.ADMIN, Role.OWNER]
         if current is not None and rank.index(current.role) >= rank.index(locked.role):
             return current
         return membership_set(tenant=tenant, user=user, role=locked.role, actor=user.email)
@@ -128,7 +128,7 @@ def membership_remove(
         audit_record(tenant=tenant, actor=actor, action="member.removed", target=email)
 
 
-def enduser_account_link(*, end_user: EndUser, user: AbstractBaseUser) -> EndUser:
+def enduser_account_link(*, end_user: EndUser, user: User) -> EndUser:
     """Link the person to the signed-in account that redeemed their portal link, so they come
     back with their password. A link to another account is replaced: the one-time link
     proves the holder is this person now."""

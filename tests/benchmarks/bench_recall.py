@@ -159,7 +159,7 @@ def scope_of(rng: random.Random) -> tuple[str, str]:
     return "profile", rng.choice(PROFILES)
 
 
-def reserve_ids(cursor, table: str, count: int) -> int:  # noqa: ANN001
+def reserve_ids(cursor, table: str, count: int) -> int:
     """Take ``count`` ids from the table's sequence; returns the first."""
     cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
     sequence = cursor.fetchone()[0]
@@ -240,7 +240,7 @@ def load(layout: Plan, tenant_ids: list[int], provider_key: str) -> dict[str, fl
     return {"seconds": time.perf_counter() - started, "embed_seconds": embed_seconds}
 
 
-def _copy_chunk(conn, rows, tenant_ids, vectors, provider_key: str) -> None:  # noqa: ANN001
+def _copy_chunk(conn, rows, tenant_ids, vectors, provider_key: str) -> None:
     """COPY a chunk into staging tables, then INSERT ... SELECT tenant by tenant.
 
     COPY cannot write into a table with row-level security, and RLS stays forced for the
@@ -454,7 +454,7 @@ def check_exactness(base: str, sample: list[Query], layout: Plan) -> tuple[int, 
     return equal, len(sample), worst
 
 
-def _same_up_to_ties(hits, brute) -> bool:  # noqa: ANN001
+def _same_up_to_ties(hits, brute) -> bool:
     """Scores equal within float error (hashing vectors can tie exactly)."""
     return len(hits) == len(brute) and all(
         abs(h.score - s) < 1e-5 for h, (s, _) in zip(hits, brute, strict=True))

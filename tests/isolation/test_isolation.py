@@ -86,7 +86,7 @@ def test_raw_sql_sees_no_tenant_row_without_a_tenant(acme, globex) -> None:
     seed(globex, "bob")
     with connection.cursor() as cursor:
         for table in tenant_owned_tables():
-            cursor.execute(f'SELECT count(*) FROM "{table}"')  # noqa: S608 - names from catalog
+            cursor.execute(f'SELECT count(*) FROM "{table}"')  # names from catalog
             assert cursor.fetchone()[0] == 0, table
     with tenant_context(acme.tenant.id), connection.cursor() as cursor:
         cursor.execute('SELECT count(*) FROM "memoryhub_memorydocument"')
@@ -185,6 +185,6 @@ def test_an_outermost_tenant_block_opens_its_transaction_with_the_setting(acme, 
 def test_an_outermost_tenant_block_that_fails_rolls_back(acme) -> None:
     with pytest.raises(ZeroDivisionError), tenant_context(acme.tenant.id):
         EndUser.objects.create(tenant=acme.tenant, user_id="carol")
-        1 / 0  # noqa: B018 - the failure under test
+        1 / 0  # the failure under test
     with tenant_context(acme.tenant.id):
         assert not EndUser.objects.filter(user_id="carol").exists()

@@ -22,7 +22,7 @@ from tenants.services import account_get_or_create, membership_set
 from tests.factories import DocumentFactory, EndUserFactory
 from tests.pages.browser import browser, pages  # noqa: F401 - fixtures for test_browser.py
 
-PASSWORD = "correct horse battery staple 42"  # noqa: S105 - test accounts only
+PASSWORD = "correct horse battery staple 42"  # test accounts only
 
 
 def account(tenant: Tenant, email: str, role: str = Role.OWNER) -> AbstractBaseUser:

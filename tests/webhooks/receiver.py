@@ -28,7 +28,7 @@ def webhook_receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
     receiver = Receiver(url="", statuses=list(statuses or []))
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        def do_POST(self) -> None:  # http.server's naming
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             receiver.received.append(Received(dict(self.headers.items()), body))
             status = receiver.statuses.pop(0) if receiver.statuses else 200

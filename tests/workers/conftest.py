@@ -79,7 +79,7 @@ def celery_worker(django_db_setup, tmp_path_factory) -> Iterator[str]:
             print(log.read_text())
 
 
-def wait_for(predicate, *, timeout: float = 20.0, interval: float = 0.1):  # noqa: ANN001, ANN201
+def wait_for(predicate, *, timeout: float = 20.0, interval: float = 0.1):
     """Poll until ``predicate()`` is truthy (returns it) or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.worker
 DIET = "Alice is vegetarian: she eats no meat and no fish."
 
 
-def put_over_http(kit, path: str, content: str):  # noqa: ANN201
+def put_over_http(kit, path: str, content: str):
     response = kit.client.put(f"/api/v1/users/alice/documents/global{path}",
                               {"content": content}, format="json")
     assert response.status_code in (200, 201), response.content

@@ -6,16 +6,16 @@ granted row access on every table (RLS still decides which rows it sees).
 
 from __future__ import annotations
 
-from argparse import ArgumentParser
 from typing import Any
 
+from django.core.management.base import CommandParser
 from django.core.management.commands.migrate import Command as DjangoMigrate
 
 from memoryhub.infra.db import MIGRATE_ALIAS
 
 
 class Command(DjangoMigrate):
-    def add_arguments(self, parser: ArgumentParser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)
         parser.set_defaults(database=MIGRATE_ALIAS)
 
