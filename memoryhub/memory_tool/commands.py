@@ -27,8 +27,8 @@ from typing import Any
 
 from django.db import transaction
 
-from api.params import is_profile_name, is_session_id
 from memoryhub.errors import InvalidScope, MemoryError_, ToolError
+from memoryhub.identifiers import is_profile_name, is_session_id
 from memoryhub.memory_tool.texts import (
     append_ok,
     apply_append,
