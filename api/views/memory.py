@@ -17,7 +17,6 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     extend_schema,
 )
-from rest_framework import serializers
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -25,59 +24,16 @@ from rest_framework.response import Response
 from api.base import TenantAPIView
 from api.errors import ApiError
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
-from api.serializers import TextRuleJSONParser, body_is_empty, with_errors
-from memoryhub.memory_tool.commands import COMMANDS, command_writes, tool_run
+from api.representations import (
+    MemoryIndex,
+    MemorySnapshot,
+    MemoryToolResult,
+    snapshot_representation,
+    tool_result_representation,
+)
+from api.serializers import MemoryToolInput, TextRuleJSONParser, body_is_empty, with_errors
+from memoryhub.memory_tool.commands import command_writes, tool_run
 from memoryhub.selectors.documents import enduser_find, index_build, snapshot_build
-
-
-class MemoryToolInput(serializers.Serializer):
-    """The tool input as the model sent it, plus optional context fields (documentation only:
-    the command's own problems come back as tool errors, not as HTTP 400)."""
-
-    command = serializers.ChoiceField(choices=COMMANDS)
-    path = serializers.CharField(required=False, help_text="view, create, str_replace, insert, "
-                                 "delete, append: /memories/... or /...")
-    view_range = serializers.ListField(child=serializers.IntegerField(), required=False,
-                                       min_length=2, max_length=2)
-    file_text = serializers.CharField(required=False, allow_blank=True)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    old_str = serializers.CharField(required=False, allow_blank=True)
-    new_str = serializers.CharField(required=False, allow_blank=True)
-    insert_line = serializers.IntegerField(required=False)
-    insert_text = serializers.CharField(required=False, allow_blank=True)
-    text = serializers.CharField(required=False, allow_blank=True, help_text="append")
-    old_path = serializers.CharField(required=False)
-    new_path = serializers.CharField(required=False)
-    session_id = serializers.CharField(required=False)
-    profile = serializers.CharField(required=False)
-    scope = serializers.ChoiceField(choices=["session", "profile", "global"], required=False)
-    turn_id = serializers.CharField(required=False)
-
-
-class MemoryToolResult(serializers.Serializer):
-    content = serializers.CharField(help_text="The text for the model (the tool_result content).")
-    is_error = serializers.BooleanField()
-
-
-class IndexEntry(serializers.Serializer):
-    path = serializers.CharField()
-    scope = serializers.ChoiceField(choices=["session", "profile", "global"])
-    bytes = serializers.IntegerField()
-    description = serializers.CharField(allow_blank=True)
-    edited_by_user = serializers.BooleanField()
-    updated_at = serializers.DateTimeField()
-
-
-class MemoryIndex(serializers.Serializer):
-    enabled = serializers.BooleanField()
-    text = serializers.CharField(allow_blank=True)
-    entries = IndexEntry(many=True)
-    omitted = serializers.IntegerField()
-
-
-class MemorySnapshot(serializers.Serializer):
-    text = serializers.CharField(allow_blank=True)
-
 
 _CONTEXT_PARAMETERS = [
     OpenApiParameter("session_id", OpenApiTypes.STR, description="This conversation's session."),
@@ -119,7 +75,7 @@ class MemoryToolView(TenantAPIView):
             raise ApiError(400, "invalid_body", "The body must be a JSON object: the memory "
                            "tool's input, plus optional session_id, profile, scope and turn_id.")
         content, is_error = tool_run(tenant=self.tenant, user_id=user_id, payload=request.data)
-        return Response({"content": content, "is_error": is_error})
+        return Response(tool_result_representation(content, is_error))
 
 
 class _ContextReadView(TenantAPIView):
@@ -154,4 +110,5 @@ class MemorySnapshotView(_ContextReadView):
         summary="Every document a conversation sees, as text",
     )
     def get(self, request: Request, user_id: str) -> Response:
-        return Response({"text": snapshot_build(**self._context(request, user_id))})
+        text = snapshot_build(**self._context(request, user_id))
+        return Response(snapshot_representation(text))
