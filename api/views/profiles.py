@@ -1,4 +1,4 @@
-"""Profiles, for keys with ``admin``: ``GET /api/v1/profiles`` and ``PUT /api/v1/profiles/{profile}``.
+"""Profiles, for keys with ``admin``: ``GET /api/v1/profiles``, ``PUT /api/v1/profiles/{name}``.
 
 The tenant's other administration: its settings in api/views/tenant.py, the event feed in
 api/views/events.py, webhooks in api/views/webhooks.py.
