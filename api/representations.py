@@ -192,7 +192,9 @@ class EventPageSerializer(serializers.Serializer):
 
 
 def event_representation(event: MemoryEvent) -> dict[str, Any]:
-    """``EventSerializer``: also the body of a webhook delivery."""
+    """``EventSerializer``. A webhook delivery sends the same object, built in the service
+    (``memoryhub.services.webhooks.event_payload``, below the API); the schema test holds
+    both to this shape."""
     return {
         "id": event.id,
         "type": event.type,
@@ -222,14 +224,8 @@ class PortalLinkRecordSerializer(serializers.Serializer):
     used_at = serializers.DateTimeField(allow_null=True)
 
 
-class ExportSerializer(serializers.Serializer):
-    user_id = serializers.CharField()
-    memory_enabled = serializers.BooleanField()
-    created_at = serializers.DateTimeField(allow_null=True)
-    documents = DocumentSerializer(many=True)
-    bytes = serializers.IntegerField(help_text="total UTF-8 bytes of all documents")
-    sessions = serializers.IntegerField(help_text="sessions with at least one document")
-    profiles = serializers.IntegerField(help_text="profiles with at least one document")
+class ExportSerializer(EndUserSerializer):
+    documents = DocumentSerializer(many=True)  # in place of their counts
     account_email = serializers.CharField(allow_null=True, help_text="linked web account")
     events = EventSerializer(many=True)
     portal_links = PortalLinkRecordSerializer(many=True)

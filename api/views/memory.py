@@ -12,6 +12,8 @@ tenant's) gives empty memory, exactly like a person who never wrote anything.
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -20,6 +22,7 @@ from drf_spectacular.utils import (
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 
 from api.base import TenantAPIView
 from api.errors import ApiError
@@ -91,24 +94,24 @@ class _ContextReadView(TenantAPIView):
         }
 
 
-class MemoryIndexView(_ContextReadView):
-    @extend_schema(
+def _context_read_schema(shape: type[Serializer], summary: str) -> Any:
+    """The same OpenAPI annotations on both reads of what a conversation sees."""
+    return extend_schema(
         parameters=_CONTEXT_PARAMETERS,
-        responses=with_errors({200: MemoryIndex},
+        responses=with_errors({200: shape},
                               e400="invalid_user_id, invalid_session_id or invalid_profile"),
-        summary="The prompt index of a conversation's memory",
+        summary=summary,
     )
+
+
+class MemoryIndexView(_ContextReadView):
+    @_context_read_schema(MemoryIndex, "The prompt index of a conversation's memory")
     def get(self, request: Request, user_id: str) -> Response:
         return Response(index_build(**self._context(request, user_id)))
 
 
 class MemorySnapshotView(_ContextReadView):
-    @extend_schema(
-        parameters=_CONTEXT_PARAMETERS,
-        responses=with_errors({200: MemorySnapshot},
-                              e400="invalid_user_id, invalid_session_id or invalid_profile"),
-        summary="Every document a conversation sees, as text",
-    )
+    @_context_read_schema(MemorySnapshot, "Every document a conversation sees, as text")
     def get(self, request: Request, user_id: str) -> Response:
         text = snapshot_build(**self._context(request, user_id))
         return Response(snapshot_representation(text))
