@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from memoryhub.identifiers import is_profile_name, is_session_id
+from memoryhub.identifiers import PROFILE_RULE, is_profile_name, is_session_id
 from tenants.models import DEFAULT_LIMITS, Permission, Role
 
 FORGET_WORD = "FORGET"
@@ -119,7 +119,7 @@ class MemoryToggleForm(forms.Form):
 
 def _profile_name(value: str) -> None:
     if not is_profile_name(value):
-        raise forms.ValidationError("1-64 characters of a-z 0-9 _ - (lowercase).")
+        raise forms.ValidationError(f"{PROFILE_RULE} (lowercase).")
 
 
 class ProfileForm(forms.Form):
