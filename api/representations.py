@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from api.serializers import Page, next_cursor
@@ -308,6 +309,13 @@ class WebhookCreatedSerializer(WebhookSerializer):
     secret = serializers.CharField(help_text="shown once")
 
 
+# A change that sets a new secret echoes it once, as the creation does.
+WebhookChangedSerializer = PolymorphicProxySerializer(
+    component_name="WebhookChanged", serializers=[WebhookSerializer, WebhookCreatedSerializer],
+    resource_type_field_name=None,
+)
+
+
 class WebhookListSerializer(serializers.Serializer):
     webhooks = WebhookSerializer(many=True)
 
@@ -316,7 +324,7 @@ def webhook_representation(
     endpoint: WebhookEndpoint, *, secret: str | None = None
 ) -> dict[str, Any]:
     """``WebhookSerializer``; with the ``secret`` just set, ``WebhookCreatedSerializer`` (the
-    one answer that shows it in full)."""
+    answers that show it in full: the creation, and a change that sets a new one)."""
     body = {
         "id": endpoint.pk, "url": endpoint.url, "event_types": endpoint.event_types,
         "enabled": endpoint.enabled, "secret_hint": secret_masked(endpoint.secret),

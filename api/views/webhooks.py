@@ -7,7 +7,7 @@ memoryhub/services/webhooks.py and in the OpenAPI description below.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,6 +15,7 @@ from api.base import TenantAPIView
 from api.errors import ApiError
 from api.permissions import HasAdminPermission
 from api.representations import (
+    WebhookChangedSerializer,
     WebhookCreatedSerializer,
     WebhookListSerializer,
     WebhookSerializer,
@@ -40,16 +41,6 @@ DELIVERY_DOCS = (
     "A 2xx answer is success; anything else is retried with exponential backoff. An endpoint "
     "whose deliveries all fail for a day is switched off: `enabled` false and "
     "`disabled_reason` says why; set `enabled` to true when it is fixed."
-)
-
-
-# A change that sets a new secret echoes it once, as the creation does.
-CHANGED = OpenApiResponse(
-    PolymorphicProxySerializer(
-        component_name="WebhookChanged", serializers=[WebhookSerializer, WebhookCreatedSerializer],
-        resource_type_field_name=None,
-    ),
-    description="the endpoint; with `secret` when the change set a new one",
 )
 
 
@@ -112,7 +103,10 @@ class WebhookView(TenantAPIView):
         description="Any of url, event_types, enabled, secret. Setting enabled to true on a "
         "switched-off endpoint clears its failure record. A new secret is echoed once.",
         request=WebhookInputSerializer,
-        responses=with_errors({200: CHANGED}, e404="not_found"),
+        responses=with_errors(
+            {200: OpenApiResponse(WebhookChangedSerializer, description="the endpoint; with "
+                                  "`secret` when the change set a new one")},
+            e404="not_found"),
         tags=["webhooks"],
     )
     def patch(self, request: Request, webhook_id: int) -> Response:
