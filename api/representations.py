@@ -325,7 +325,7 @@ def webhook_representation(
 ) -> dict[str, Any]:
     """``WebhookSerializer``; with the ``secret`` just set, ``WebhookCreatedSerializer`` (the
     answers that show it in full: the creation, and a change that sets a new one)."""
-    body = {
+    body: dict[str, Any] = {
         "id": endpoint.pk, "url": endpoint.url, "event_types": endpoint.event_types,
         "enabled": endpoint.enabled, "secret_hint": secret_masked(endpoint.secret),
         "disabled_reason": endpoint.disabled_reason, "last_status": endpoint.last_status,
