@@ -1,7 +1,8 @@
-"""What goes in and out over HTTP: request bodies, response shapes, list parameters.
+"""What comes in over HTTP: request bodies, list parameters, and the error body's schema.
 
-Output serializers here exist for two readers: the views, which turn models into the
-contract's JSON, and drf-spectacular, which documents that JSON at ``/api/docs/``.
+Each body serializer is one declaration for two readers: the view, which validates with it,
+and drf-spectacular, which documents it at ``/api/docs/``. What the API answers is declared
+in api/representations.py.
 
 Pagination (documented once, used by every list of this API except the event feed, whose
 cursor the contract fixes): ``?limit=`` (1-1000, default 100) and ``?cursor=`` (opaque, from
@@ -16,7 +17,7 @@ import base64
 import binascii
 import codecs
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -29,7 +30,9 @@ from rest_framework.utils import json as drf_json
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.errors import ApiError
-from memoryhub.models import Actor, EventType, Scope
+from memoryhub.memory_tool.commands import COMMANDS
+from memoryhub.models import Scope
+from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -105,6 +108,11 @@ class Page:
     limit: int
     after: tuple[Any, ...] | None  # the sort key of the previous page's last row
 
+    @property
+    def after_value(self) -> Any:
+        """``after`` of a list ordered by one column: its one value (None on the first page)."""
+        return self.after[0] if self.after else None
+
 
 LIMIT_PARAMETER = OpenApiParameter(
     "limit", int, description=f"page size, 1-{MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE})"
@@ -146,7 +154,9 @@ def parse_page(query: Mapping[str, str], arity: int) -> Page:
     return Page(limit=parse_limit(query), after=decode_cursor(query.get("cursor"), arity))
 
 
-def next_cursor(rows: list[Any], limit: int, key: Any) -> str | None:
+def next_cursor(
+    rows: Sequence[Any], limit: int, key: Callable[[Any], tuple[Any, ...]]
+) -> str | None:
     """Selectors fetch ``limit + 1`` rows: the extra one only says there is another page."""
     if len(rows) <= limit:
         return None
@@ -156,28 +166,6 @@ def next_cursor(rows: list[Any], limit: int, key: Any) -> str | None:
 # --- Documents -----------------------------------------------------------------------------
 
 SCOPES = tuple(Scope.values)  # session, profile, global
-
-
-class DocumentMetaSerializer(serializers.Serializer):
-    path = serializers.CharField(help_text="as the caller wrote it (lists: the stored form)")
-    scope = serializers.ChoiceField(choices=Scope.values)
-    scope_key = serializers.CharField(allow_null=True, help_text="session_id, profile, or null")
-    description = serializers.CharField(allow_blank=True)
-    bytes = serializers.IntegerField(help_text="UTF-8 length of content")
-    version = serializers.IntegerField(help_text="1 on create, +1 on every change; the ETag")
-    updated_by = serializers.ChoiceField(choices=Actor.values)
-    confidence = serializers.FloatField(help_text="0-1, weighs recall ranking")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-
-class DocumentSerializer(DocumentMetaSerializer):
-    content = serializers.CharField(allow_blank=True)
-
-
-class DocumentPageSerializer(serializers.Serializer):
-    documents = DocumentMetaSerializer(many=True)
-    next_cursor = serializers.CharField(allow_null=True)
 
 
 class StrictStringField(serializers.CharField):
@@ -254,33 +242,6 @@ def reject_unknown_fields(serializer: serializers.Serializer) -> None:
 # --- End users -----------------------------------------------------------------------------
 
 
-class DocumentCountsSerializer(serializers.Serializer):
-    session = serializers.IntegerField()
-    profile = serializers.IntegerField()
-    global_ = serializers.IntegerField()
-    total = serializers.IntegerField()
-
-    def get_fields(self) -> dict[str, serializers.Field]:
-        fields = super().get_fields()
-        fields["global"] = fields.pop("global_")  # a Python keyword, a JSON key
-        return fields
-
-
-class EndUserSerializer(serializers.Serializer):
-    user_id = serializers.CharField()
-    memory_enabled = serializers.BooleanField(help_text="the person's own switch")
-    created_at = serializers.DateTimeField(allow_null=True, help_text="null: nothing stored")
-    documents = DocumentCountsSerializer()
-    bytes = serializers.IntegerField(help_text="total UTF-8 bytes of all documents")
-    sessions = serializers.IntegerField(help_text="sessions with at least one document")
-    profiles = serializers.IntegerField(help_text="profiles with at least one document")
-
-
-class EndUserPageSerializer(serializers.Serializer):
-    users = EndUserSerializer(many=True)
-    next_cursor = serializers.CharField(allow_null=True)
-
-
 class EndUserPatchSerializer(serializers.Serializer):
     memory_enabled = StrictBooleanField()
 
@@ -289,49 +250,7 @@ class EndUserPatchSerializer(serializers.Serializer):
         return attrs
 
 
-class EventSerializer(serializers.Serializer):
-    id = serializers.IntegerField(help_text="the cursor")
-    type = serializers.ChoiceField(choices=EventType.values)
-    created_at = serializers.DateTimeField()
-    actor = serializers.ChoiceField(choices=Actor.values)
-    user_id = serializers.CharField()
-    # DRF's metaclass takes declared fields out of the class: Serializer.data stays as it is.
-    data = serializers.DictField()  # type: ignore[assignment]
-
-
-class PortalLinkRecordSerializer(serializers.Serializer):
-    created_at = serializers.DateTimeField()
-    expires_at = serializers.DateTimeField()
-    used_at = serializers.DateTimeField(allow_null=True)
-
-
-class ExportSerializer(serializers.Serializer):
-    user_id = serializers.CharField()
-    memory_enabled = serializers.BooleanField()
-    created_at = serializers.DateTimeField(allow_null=True)
-    account_email = serializers.CharField(allow_null=True, help_text="linked web account")
-    documents = DocumentSerializer(many=True)
-    events = EventSerializer(many=True)
-    portal_links = PortalLinkRecordSerializer(many=True)
-
-
-class PortalLinkSerializer(serializers.Serializer):
-    url = serializers.URLField(help_text="absolute; opens /portal/<token> once")
-    expires_at = serializers.DateTimeField()
-
-
 # --- Tenant administration -------------------------------------------------------------------
-
-
-class ProfileSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    disabled = serializers.BooleanField()
-    created_at = serializers.DateTimeField()
-
-
-class ProfilePageSerializer(serializers.Serializer):
-    profiles = ProfileSerializer(many=True)
-    next_cursor = serializers.CharField(allow_null=True)
 
 
 class ProfilePutSerializer(serializers.Serializer):
@@ -342,8 +261,117 @@ class ProfilePutSerializer(serializers.Serializer):
         return attrs
 
 
-class EventPageSerializer(serializers.Serializer):
-    events = EventSerializer(many=True)
-    next_cursor = serializers.IntegerField(
-        allow_null=True, help_text="id of the last event returned; null when none was returned"
+class ClosedSerializer(serializers.Serializer):
+    """A nested object whose unknown keys are refused, like the body's own: a misspelt limit
+    (``max_doc_bytes``) must not be silently ignored."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = set(data) - set(self.fields)
+            if unknown:
+                raise serializers.ValidationError(
+                    f"Unknown fields: {', '.join(sorted(map(str, unknown)))}.")
+        return super().to_internal_value(data)
+
+
+class LimitsSerializer(ClosedSerializer):
+    max_document_bytes = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    max_index_entries = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    max_index_tokens = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    max_scope_bytes = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    max_writes_per_turn = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+
+
+class RetentionSerializer(ClosedSerializer):
+    session_days = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+
+
+# The PATCH /api/v1/tenant body (every field optional) and the declaration of what GET and
+# PATCH answer (built by api.representations.tenant_representation). Not a docstring: that
+# would become the schema's description.
+class TenantSerializer(serializers.Serializer):
+    slug = serializers.CharField(read_only=True)
+    name = serializers.CharField(max_length=200, required=False)
+    memory_enabled = StrictBooleanField(required=False)
+    limits = LimitsSerializer(required=False)
+    retention = RetentionSerializer(required=False)
+    recall_threshold = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(self.initial_data) - set(self.fields)
+        if unknown:
+            raise serializers.ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}.")
+        return attrs
+
+
+# --- Webhooks ------------------------------------------------------------------------------
+
+
+class WebhookInputSerializer(serializers.Serializer):
+    url = serializers.URLField(max_length=2000)
+    event_types = serializers.ListField(
+        child=serializers.ChoiceField(choices=EVENT_TYPES), allow_empty=False,
+        default=list(EVENT_TYPES),
     )
+    secret = StrictStringField(
+        required=False, allow_blank=False, min_length=MIN_SECRET_LENGTH, max_length=128,
+        help_text="omit to have one generated (shown once)",
+    )
+    enabled = StrictBooleanField(default=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        reject_unknown_fields(self)
+        return attrs
+
+
+# --- Recall --------------------------------------------------------------------------------
+
+MAX_QUERY_CHARS = 10_000
+
+
+class RecallInputSerializer(serializers.Serializer):
+    query = StrictStringField(allow_blank=False, max_length=MAX_QUERY_CHARS)
+    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    threshold = StrictFloatField(
+        min_value=0.0, max_value=1.0, required=False, allow_null=True,
+        help_text="drop results scoring below this; default: the tenant's recall_threshold",
+    )
+    relaxed = StrictBooleanField(default=False, help_text="keep results under the threshold")
+    session_id = StrictStringField(required=False, allow_null=True)
+    profile = StrictStringField(required=False, allow_null=True)
+
+    def validate_query(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("query must not be blank.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        reject_unknown_fields(self)
+        return attrs
+
+
+# --- The memory tool -----------------------------------------------------------------------
+
+
+class MemoryToolInput(serializers.Serializer):
+    """The tool input as the model sent it, plus optional context fields (documentation only:
+    the command's own problems come back as tool errors, not as HTTP 400)."""
+
+    command = serializers.ChoiceField(choices=COMMANDS)
+    path = serializers.CharField(required=False, help_text="view, create, str_replace, insert, "
+                                 "delete, append: /memories/... or /...")
+    view_range = serializers.ListField(child=serializers.IntegerField(), required=False,
+                                       min_length=2, max_length=2)
+    file_text = serializers.CharField(required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    old_str = serializers.CharField(required=False, allow_blank=True)
+    new_str = serializers.CharField(required=False, allow_blank=True)
+    insert_line = serializers.IntegerField(required=False)
+    insert_text = serializers.CharField(required=False, allow_blank=True)
+    text = serializers.CharField(required=False, allow_blank=True, help_text="append")
+    old_path = serializers.CharField(required=False)
+    new_path = serializers.CharField(required=False)
+    session_id = serializers.CharField(required=False)
+    profile = serializers.CharField(required=False)
+    scope = serializers.ChoiceField(choices=["session", "profile", "global"], required=False)
+    turn_id = serializers.CharField(required=False)

@@ -1,13 +1,14 @@
 from django.urls import path, re_path
 
-from api.views.admin import EventListView, ProfileListView, ProfileView
 from api.views.documents import (
     DocumentListView,
     GlobalDocumentView,
     ProfileDocumentView,
     SessionDocumentView,
 )
+from api.views.events import EventListView
 from api.views.memory import MemoryIndexView, MemorySnapshotView, MemoryToolView
+from api.views.profiles import ProfileListView, ProfileView
 from api.views.recall import RecallView
 from api.views.tenant import TenantView
 from api.views.users import (

@@ -29,15 +29,18 @@ from rest_framework.response import Response
 from api.base import TenantAPIView
 from api.errors import ApiError, error_body
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
+from api.representations import (
+    DocumentPageSerializer,
+    DocumentSerializer,
+    document_page_representation,
+    document_representation,
+)
 from api.serializers import (
     CURSOR_PARAMETER,
     LIMIT_PARAMETER,
     SCOPES,
-    DocumentPageSerializer,
-    DocumentSerializer,
     DocumentWriteSerializer,
     TextRuleJSONParser,
-    next_cursor,
     parse_page,
     with_errors,
 )
@@ -51,27 +54,6 @@ from memoryhub.services.writer import Writer
 
 TAGS = ["documents"]
 RETRY_AFTER_SECONDS = 60  # the write limit's window without a turn_id
-
-
-def document_representation(
-    document: MemoryDocument, *, path: str | None = None, content: bool = True
-) -> dict[str, Any]:
-    """The contract's fields; ``path`` is the caller's spelling when they wrote one."""
-    body: dict[str, Any] = {
-        "path": path if path is not None else document.path,
-        "scope": document.scope,
-        "scope_key": document.scope_key if document.scope != Scope.GLOBAL else None,
-        "description": document.description,
-        "bytes": document.bytes,
-        "version": document.version,
-        "updated_by": document.updated_by,
-        "confidence": document.confidence,
-        "created_at": document.created_at,
-        "updated_at": document.updated_at,
-    }
-    if content:
-        body["content"] = document.content
-    return body
 
 
 def api_error(exc: MemoryError_) -> ApiError:
@@ -125,10 +107,7 @@ class DocumentListView(TenantAPIView):
         rows = person_documents_page(
             user_id=user_id, filters=filters, after=page.after, limit=page.limit
         )
-        return Response({
-            "documents": [document_representation(d, content=False) for d in rows[: page.limit]],
-            "next_cursor": next_cursor(rows, page.limit, lambda d: (d.scope, d.scope_key, d.path)),
-        })
+        return Response(document_page_representation(rows, page))
 
 
 def valid_scope(value: str) -> str:

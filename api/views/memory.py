@@ -12,72 +12,31 @@ tenant's) gives empty memory, exactly like a person who never wrote anything.
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     extend_schema,
 )
-from rest_framework import serializers
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 
 from api.base import TenantAPIView
 from api.errors import ApiError
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
-from api.serializers import TextRuleJSONParser, body_is_empty, with_errors
-from memoryhub.memory_tool.commands import COMMANDS, command_writes, tool_run
+from api.representations import (
+    MemoryIndex,
+    MemorySnapshot,
+    MemoryToolResult,
+    snapshot_representation,
+    tool_result_representation,
+)
+from api.serializers import MemoryToolInput, TextRuleJSONParser, body_is_empty, with_errors
+from memoryhub.memory_tool.commands import command_writes, tool_run
 from memoryhub.selectors.documents import index_build, snapshot_build
-
-
-class MemoryToolInput(serializers.Serializer):
-    """The tool input as the model sent it, plus optional context fields (documentation only:
-    the command's own problems come back as tool errors, not as HTTP 400)."""
-
-    command = serializers.ChoiceField(choices=COMMANDS)
-    path = serializers.CharField(required=False, help_text="view, create, str_replace, insert, "
-                                 "delete, append: /memories/... or /...")
-    view_range = serializers.ListField(child=serializers.IntegerField(), required=False,
-                                       min_length=2, max_length=2)
-    file_text = serializers.CharField(required=False, allow_blank=True)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    old_str = serializers.CharField(required=False, allow_blank=True)
-    new_str = serializers.CharField(required=False, allow_blank=True)
-    insert_line = serializers.IntegerField(required=False)
-    insert_text = serializers.CharField(required=False, allow_blank=True)
-    text = serializers.CharField(required=False, allow_blank=True, help_text="append")
-    old_path = serializers.CharField(required=False)
-    new_path = serializers.CharField(required=False)
-    session_id = serializers.CharField(required=False)
-    profile = serializers.CharField(required=False)
-    scope = serializers.ChoiceField(choices=["session", "profile", "global"], required=False)
-    turn_id = serializers.CharField(required=False)
-
-
-class MemoryToolResult(serializers.Serializer):
-    content = serializers.CharField(help_text="The text for the model (the tool_result content).")
-    is_error = serializers.BooleanField()
-
-
-class IndexEntry(serializers.Serializer):
-    path = serializers.CharField()
-    scope = serializers.ChoiceField(choices=["session", "profile", "global"])
-    bytes = serializers.IntegerField()
-    description = serializers.CharField(allow_blank=True)
-    edited_by_user = serializers.BooleanField()
-    updated_at = serializers.DateTimeField()
-
-
-class MemoryIndex(serializers.Serializer):
-    enabled = serializers.BooleanField()
-    text = serializers.CharField(allow_blank=True)
-    entries = IndexEntry(many=True)
-    omitted = serializers.IntegerField()
-
-
-class MemorySnapshot(serializers.Serializer):
-    text = serializers.CharField(allow_blank=True)
-
 
 _CONTEXT_PARAMETERS = [
     OpenApiParameter("session_id", OpenApiTypes.STR, description="This conversation's session."),
@@ -125,7 +84,7 @@ class MemoryToolView(TenantAPIView):
             tenant=self.tenant, user_id=user_id, end_user=self.end_user,
             person_locked=self.end_user_locked, payload=request.data,
         )
-        return Response({"content": content, "is_error": is_error})
+        return Response(tool_result_representation(content, is_error))
 
 
 class _ContextReadView(TenantAPIView):
@@ -141,23 +100,24 @@ class _ContextReadView(TenantAPIView):
         }
 
 
-class MemoryIndexView(_ContextReadView):
-    @extend_schema(
+def _context_read_schema(shape: type[Serializer], summary: str) -> Any:
+    """The same OpenAPI annotations on both reads of what a conversation sees."""
+    return extend_schema(
         parameters=_CONTEXT_PARAMETERS,
-        responses=with_errors({200: MemoryIndex},
+        responses=with_errors({200: shape},
                               e400="invalid_user_id, invalid_session_id or invalid_profile"),
-        summary="The prompt index of a conversation's memory",
+        summary=summary,
     )
+
+
+class MemoryIndexView(_ContextReadView):
+    @_context_read_schema(MemoryIndex, "The prompt index of a conversation's memory")
     def get(self, request: Request, user_id: str) -> Response:
         return Response(index_build(**self._context(request, user_id)))
 
 
 class MemorySnapshotView(_ContextReadView):
-    @extend_schema(
-        parameters=_CONTEXT_PARAMETERS,
-        responses=with_errors({200: MemorySnapshot},
-                              e400="invalid_user_id, invalid_session_id or invalid_profile"),
-        summary="Every document a conversation sees, as text",
-    )
+    @_context_read_schema(MemorySnapshot, "Every document a conversation sees, as text")
     def get(self, request: Request, user_id: str) -> Response:
-        return Response({"text": snapshot_build(**self._context(request, user_id))})
+        text = snapshot_build(**self._context(request, user_id))
+        return Response(snapshot_representation(text))

@@ -12,68 +12,14 @@ import time
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import TenantAPIView
 from api.params import valid_profile, valid_session_id, valid_user_id
-from api.serializers import (
-    StrictBooleanField,
-    StrictFloatField,
-    StrictStringField,
-    reject_unknown_fields,
-    with_errors,
-)
+from api.representations import RecallOutputSerializer, recall_representation
+from api.serializers import RecallInputSerializer, with_errors
 from memoryhub.selectors.recall import memory_recall
-from memoryhub.store.recall import RecallHit
-
-MAX_QUERY_CHARS = 10_000
-
-
-class RecallInputSerializer(serializers.Serializer):
-    query = StrictStringField(allow_blank=False, max_length=MAX_QUERY_CHARS)
-    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
-    threshold = StrictFloatField(
-        min_value=0.0, max_value=1.0, required=False, allow_null=True,
-        help_text="drop results scoring below this; default: the tenant's recall_threshold",
-    )
-    relaxed = StrictBooleanField(default=False, help_text="keep results under the threshold")
-    session_id = StrictStringField(required=False, allow_null=True)
-    profile = StrictStringField(required=False, allow_null=True)
-
-    def validate_query(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("query must not be blank.")
-        return value
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        reject_unknown_fields(self)
-        return attrs
-
-
-class RecallResultSerializer(serializers.Serializer):
-    path = serializers.CharField()
-    scope = serializers.ChoiceField(choices=("session", "profile", "global"))
-    snippet = serializers.CharField(help_text="the matching passage of the document")
-    score = serializers.FloatField(help_text="similarity x confidence x recency, with lexical")
-    similarity = serializers.FloatField(help_text="cosine similarity (lexical before embedding)")
-    confidence = serializers.FloatField()
-    updated_at = serializers.DateTimeField()
-
-
-class RecallOutputSerializer(serializers.Serializer):
-    results = RecallResultSerializer(many=True)
-    # DRF's metaclass takes declared fields out of the class: Field.context stays as it is.
-    context = serializers.CharField(allow_blank=True, help_text="<memori_context> block or ''")  # type: ignore[assignment]
-
-
-def _result(hit: RecallHit) -> dict[str, Any]:
-    return {
-        "path": hit.path, "scope": hit.scope, "snippet": hit.snippet,
-        "score": round(hit.score, 4), "similarity": round(hit.similarity, 4),
-        "confidence": hit.confidence, "updated_at": hit.updated_at,
-    }
 
 
 def _optional(value: str | None, validator: Any) -> str | None:
@@ -103,9 +49,7 @@ class RecallView(TenantAPIView):
             session_id=_optional(data.get("session_id"), valid_session_id),
             profile=_optional(data.get("profile"), valid_profile),
         )
-        response = Response({
-            "results": [_result(hit) for hit in recall.results], "context": recall.context,
-        })
+        response = Response(recall_representation(recall))
         handled = time.perf_counter() - self.started
         response["Server-Timing"] = (
             f"embed;dur={recall.embed_seconds * 1000:.3f}, "

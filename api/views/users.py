@@ -7,8 +7,6 @@ tenant's person is indistinguishable from that.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
@@ -16,28 +14,25 @@ from rest_framework.response import Response
 
 from api.base import TenantAPIView
 from api.params import valid_session_id, valid_user_id
-from api.serializers import (
-    CURSOR_PARAMETER,
-    LIMIT_PARAMETER,
+from api.representations import (
     EndUserPageSerializer,
-    EndUserPatchSerializer,
     EndUserSerializer,
     ExportSerializer,
     PortalLinkSerializer,
-    next_cursor,
+    end_user_page_representation,
+    end_user_representation,
+    export_representation,
+    portal_link_representation,
+)
+from api.serializers import (
+    CURSOR_PARAMETER,
+    LIMIT_PARAMETER,
+    EndUserPatchSerializer,
     parse_page,
     with_errors,
 )
-from api.views.admin import event_representation
-from api.views.documents import document_representation
 from memoryhub.models import Actor
-from memoryhub.selectors.people import (
-    PersonExport,
-    PersonSummary,
-    people_page,
-    person_export,
-    person_summary,
-)
+from memoryhub.selectors.people import people_page, person_export, person_summary
 from memoryhub.services.people import (
     end_user_forget,
     end_user_memory_set,
@@ -47,33 +42,6 @@ from memoryhub.services.people import (
 
 TAGS = ["end users"]
 NO_CONTENT = {204: OpenApiResponse(description="done (also when there was nothing to delete)")}
-
-
-def person_representation(summary: PersonSummary) -> dict:
-    return {
-        "user_id": summary.user_id,
-        "memory_enabled": summary.memory_enabled,
-        "created_at": summary.created_at,
-        "documents": summary.documents,
-        "bytes": summary.bytes,
-        "sessions": summary.sessions,
-        "profiles": summary.profiles,
-    }
-
-
-def export_representation(export: PersonExport) -> dict[str, Any]:
-    """Everything stored for the person: the API's export and the web page's download."""
-    return {
-        **person_representation(export.summary),
-        "account_email": export.account_email,
-        "documents": [document_representation(d) for d in export.documents],
-        "events": [event_representation(e) for e in export.events],
-        "portal_links": [
-            {"created_at": link.created_at, "expires_at": link.expires_at,
-             "used_at": link.used_at}
-            for link in export.portal_links
-        ],
-    }
 
 
 class UserListView(TenantAPIView):
@@ -88,11 +56,8 @@ class UserListView(TenantAPIView):
     )
     def get(self, request: Request) -> Response:
         page = parse_page(request.query_params, arity=1)
-        rows = people_page(after=page.after[0] if page.after else None, limit=page.limit)
-        return Response({
-            "users": [person_representation(s) for s in rows[: page.limit]],
-            "next_cursor": next_cursor(rows, page.limit, lambda s: (s.user_id,)),
-        })
+        rows = people_page(after=page.after_value, limit=page.limit)
+        return Response(end_user_page_representation(rows, page))
 
 
 class UserView(TenantAPIView):
@@ -105,7 +70,7 @@ class UserView(TenantAPIView):
         tags=TAGS,
     )
     def get(self, request: Request, user_id: str) -> Response:
-        return Response(person_representation(person_summary(user_id=valid_user_id(user_id))))
+        return Response(end_user_representation(person_summary(user_id=valid_user_id(user_id))))
 
     @extend_schema(
         summary="Switch the person's memory on or off",
@@ -122,7 +87,7 @@ class UserView(TenantAPIView):
         end_user_memory_set(
             tenant=self.tenant, user_id=user_id, enabled=body.validated_data["memory_enabled"]
         )
-        return Response(person_representation(person_summary(user_id=user_id)))
+        return Response(end_user_representation(person_summary(user_id=user_id)))
 
     @extend_schema(
         summary="Forget the person",
@@ -183,4 +148,5 @@ class PortalLinkView(TenantAPIView):
     def post(self, request: Request, user_id: str) -> Response:
         link = portal_link_create(tenant=self.tenant, user_id=valid_user_id(user_id))
         url = request.build_absolute_uri(reverse("web:portal_redeem", args=[link.token]))
-        return Response({"url": url, "expires_at": link.expires_at}, status=201)
+        return Response(portal_link_representation(url=url, expires_at=link.expires_at),
+                        status=201)

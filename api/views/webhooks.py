@@ -7,28 +7,25 @@ memoryhub/services/webhooks.py and in the OpenAPI description below.
 
 from __future__ import annotations
 
-from typing import Any
-
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import TenantAPIView
 from api.errors import ApiError
 from api.permissions import HasAdminPermission
-from api.serializers import (
-    StrictBooleanField,
-    StrictStringField,
-    reject_unknown_fields,
-    with_errors,
+from api.representations import (
+    WebhookChangedSerializer,
+    WebhookCreatedSerializer,
+    WebhookListSerializer,
+    WebhookSerializer,
+    webhook_list_representation,
+    webhook_representation,
 )
+from api.serializers import WebhookInputSerializer, with_errors
 from memoryhub.models import WebhookEndpoint
 from memoryhub.services.webhooks import (
-    EVENT_TYPES,
-    MIN_SECRET_LENGTH,
     WebhookUrlError,
-    secret_masked,
     webhook_create,
     webhook_delete,
     webhook_update,
@@ -47,57 +44,6 @@ DELIVERY_DOCS = (
 )
 
 
-class WebhookInputSerializer(serializers.Serializer):
-    url = serializers.URLField(max_length=2000)
-    event_types = serializers.ListField(
-        child=serializers.ChoiceField(choices=EVENT_TYPES), allow_empty=False,
-        default=list(EVENT_TYPES),
-    )
-    secret = StrictStringField(
-        required=False, allow_blank=False, min_length=MIN_SECRET_LENGTH, max_length=128,
-        help_text="omit to have one generated (shown once)",
-    )
-    enabled = StrictBooleanField(default=True)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        reject_unknown_fields(self)
-        return attrs
-
-
-class WebhookSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    url = serializers.URLField()
-    event_types = serializers.ListField(child=serializers.CharField())
-    enabled = serializers.BooleanField()
-    secret_hint = serializers.CharField()
-    disabled_reason = serializers.CharField(allow_blank=True)
-    last_status = serializers.IntegerField(allow_null=True, help_text="HTTP status of the last attempt")
-    last_error = serializers.CharField(allow_blank=True)
-    last_attempt_at = serializers.DateTimeField(allow_null=True)
-    last_success_at = serializers.DateTimeField(allow_null=True)
-    failing_since = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
-
-
-class WebhookCreatedSerializer(WebhookSerializer):
-    secret = serializers.CharField(help_text="shown once")
-
-
-class WebhookListSerializer(serializers.Serializer):
-    webhooks = WebhookSerializer(many=True)
-
-
-def webhook_representation(endpoint: WebhookEndpoint) -> dict[str, Any]:
-    return {
-        "id": endpoint.pk, "url": endpoint.url, "event_types": endpoint.event_types,
-        "enabled": endpoint.enabled, "secret_hint": secret_masked(endpoint.secret),
-        "disabled_reason": endpoint.disabled_reason, "last_status": endpoint.last_status,
-        "last_error": endpoint.last_error, "last_attempt_at": endpoint.last_attempt_at,
-        "last_success_at": endpoint.last_success_at, "failing_since": endpoint.failing_since,
-        "created_at": endpoint.created_at,
-    }
-
-
 def _invalid_url(exc: WebhookUrlError) -> ApiError:
     return ApiError(400, "invalid_url", str(exc))
 
@@ -109,7 +55,7 @@ class WebhookListView(TenantAPIView):
                    responses=with_errors({200: WebhookListSerializer}), tags=["webhooks"])
     def get(self, request: Request) -> Response:
         endpoints = WebhookEndpoint.objects.order_by("created_at", "id")
-        return Response({"webhooks": [webhook_representation(e) for e in endpoints]})
+        return Response(webhook_list_representation(endpoints))
 
     @extend_schema(
         summary="Create a webhook endpoint", description=DELIVERY_DOCS,
@@ -133,9 +79,8 @@ class WebhookListView(TenantAPIView):
             )
         except WebhookUrlError as exc:
             raise _invalid_url(exc) from exc
-        return Response(
-            {**webhook_representation(created.endpoint), "secret": created.secret}, status=201
-        )
+        return Response(webhook_representation(created.endpoint, secret=created.secret),
+                        status=201)
 
 
 class WebhookView(TenantAPIView):
@@ -158,7 +103,10 @@ class WebhookView(TenantAPIView):
         description="Any of url, event_types, enabled, secret. Setting enabled to true on a "
         "switched-off endpoint clears its failure record. A new secret is echoed once.",
         request=WebhookInputSerializer,
-        responses=with_errors({200: WebhookSerializer}, e404="not_found"),
+        responses=with_errors(
+            {200: OpenApiResponse(WebhookChangedSerializer, description="the endpoint; with "
+                                  "`secret` when the change set a new one")},
+            e404="not_found"),
         tags=["webhooks"],
     )
     def patch(self, request: Request, webhook_id: int) -> Response:
@@ -171,10 +119,8 @@ class WebhookView(TenantAPIView):
                                       actor=self.principal.actor_label)
         except WebhookUrlError as exc:
             raise _invalid_url(exc) from exc
-        representation = webhook_representation(endpoint)
-        if "secret" in changes:
-            representation["secret"] = endpoint.secret
-        return Response(representation)
+        new_secret = endpoint.secret if "secret" in changes else None
+        return Response(webhook_representation(endpoint, secret=new_secret))
 
     @extend_schema(summary="Delete a webhook endpoint", responses=with_errors({204: None}, e404="not_found"),
                    tags=["webhooks"])

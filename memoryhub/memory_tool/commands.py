@@ -27,8 +27,13 @@ from typing import Any, TypeVar
 
 from django.db import transaction
 
-from api.params import is_profile_name, is_session_id
 from memoryhub.errors import InvalidScope, MemoryError_, ToolError
+from memoryhub.identifiers import (
+    PROFILE_RULE,
+    USER_ID_RULE,
+    is_profile_name,
+    is_session_id,
+)
 from memoryhub.memory_tool.texts import (
     already_exists,
     append_ok,
@@ -69,7 +74,7 @@ from tenants.models import Tenant
 ACTOR = "assistant"
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename", "append", "replace")
 READ_COMMANDS = frozenset({"view"})
-_ID_RULE = "1-128 characters of A-Z a-z 0-9 . _ @ : + | -"
+_ID_RULE = USER_ID_RULE  # session_id and turn_id follow the user_id rule
 T = TypeVar("T")
 
 
@@ -184,7 +189,7 @@ def _optional_id(payload: Mapping[str, Any], name: str, valid: Callable[[object]
 
 
 def _profile(payload: Mapping[str, Any]) -> str | None:
-    return _optional_id(payload, "profile", is_profile_name, "1-64 characters of a-z 0-9 _ -")
+    return _optional_id(payload, "profile", is_profile_name, PROFILE_RULE)
 
 
 def _context(payload: Mapping[str, Any]) -> ToolContext:

@@ -1,6 +1,7 @@
 """The person's "download everything" file: the same JSON as ``GET /api/v1/users/{u}/export``.
 
-Built by the API's own ``export_representation``, so the page and the API cannot drift apart.
+Built by the API's own ``export_representation`` (api/representations.py, the one module of
+the API the web pages import), so the page and the API cannot drift apart.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import json
 
 from rest_framework.utils.encoders import JSONEncoder
 
-from api.views.users import export_representation
+from api.representations import export_representation
 from memoryhub.selectors.people import PersonExport
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.core.validators import RegexValidator
 
-from api.params import is_session_id
+from memoryhub.identifiers import PROFILE_RULE, is_profile_name, is_session_id
 from tenants.models import DEFAULT_LIMITS, Permission, Role
 
 FORGET_WORD = "FORGET"
@@ -119,11 +118,15 @@ class MemoryToggleForm(forms.Form):
     )
 
 
+def _profile_name(value: str) -> None:
+    if not is_profile_name(value):
+        raise forms.ValidationError(f"{PROFILE_RULE} (lowercase).")
+
+
 class ProfileForm(forms.Form):
     name = forms.CharField(
         label="Profile name", max_length=64,
-        validators=[RegexValidator(r"^[a-z0-9_\-]{1,64}$",
-                                   "1-64 characters of a-z 0-9 _ - (lowercase).")],
+        validators=[_profile_name],
     )
 
 

@@ -1,13 +1,25 @@
 """The API documents itself: every path of the contract in /api/schema/, and a Swagger UI at
-/api/docs/ that works offline (every asset served by this server)."""
+/api/docs/ that works offline (every asset served by this server). What the schema says an
+operation answers is what it answers: every documented success, and the error body, is
+checked against real responses (api/representations.py keeps one definition of each shape)."""
 
 from __future__ import annotations
 
+import copy
+import json
 import re
+from collections.abc import Callable
+from datetime import datetime
 from html.parser import HTMLParser
+from typing import Any
 
 import pytest
+from jsonschema import Draft7Validator, FormatChecker
 from rest_framework.test import APIClient
+
+from memoryhub.models import MemoryEvent
+from memoryhub.services.webhooks import event_payload
+from tenants.context import tenant_context
 
 # Every operation of /work/shared/spec/api-v1.md, as OpenAPI names its parameters.
 SPEC_OPERATIONS: dict[str, set[str]] = {
@@ -114,3 +126,190 @@ def test_swagger_ui_loads_with_local_assets_only(client, db) -> None:
     # No CDN in scripts either (Swagger UI's default loads from unpkg/jsdelivr).
     assert not re.search(r"https?://", html), re.findall(r"https?://\S+", html)
     assert "/api/schema/" in html
+
+
+# --- Real answers against the documented shapes ------------------------------------------------
+
+
+def strict(node: Any) -> Any:
+    """An OpenAPI 3.0 schema as JSON Schema for checking answers: every declared property must
+    be present and no other, so a key added, dropped or renamed on either side is caught
+    (the schema's ``required`` is looser where a serializer is also a PATCH body)."""
+    if isinstance(node, list):
+        return [strict(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: strict(value) for key, value in node.items()}
+    if "properties" in node:
+        node["required"] = sorted(node["properties"])
+        node.setdefault("additionalProperties", False)
+    if node.pop("nullable", False):
+        node = {"anyOf": [node, {"type": "null"}]}
+    return node
+
+
+_dates = FormatChecker(formats=())
+
+
+@_dates.checks("date-time", raises=ValueError)
+def _is_date_time(value: object) -> bool:
+    return not isinstance(value, str) or bool(datetime.fromisoformat(value))
+
+
+class Answers:
+    """Checks responses against the component their operation documents, and remembers which
+    documented (path, method, status) were seen."""
+
+    def __init__(self, schema: dict) -> None:
+        self.schema = schema
+        self.components = strict(copy.deepcopy(schema["components"]))
+        self.seen: set[tuple[str, str, str]] = set()
+
+    def check(self, path: str, method: str, response: Any) -> dict:
+        status = str(response.status_code)
+        documented = self.schema["paths"][path][method]["responses"]
+        assert status in documented, (path, method, status, response.content)
+        content = documented[status].get("content")
+        assert content is not None, (path, method, status, "documented without a body")
+        body = response.json()
+        self.conforms(content["application/json"]["schema"], body, (path, method, status))
+        self.seen.add((path, method, status))
+        return body
+
+    def conforms(self, shape: dict, body: Any, where: Any) -> None:
+        validator = Draft7Validator({**shape, "components": self.components},
+                                    format_checker=_dates)
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                  for e in validator.iter_errors(body)]
+        assert errors == [], (where, errors, body)
+
+
+def documented_answers(schema: dict) -> set[tuple[str, str, str]]:
+    """Every documented success with a JSON body, of every /api/v1 operation."""
+    wanted = set()
+    for (path, method), op in operations(schema).items():
+        if not path.startswith("/api/v1/"):
+            continue
+        for status, response in op["responses"].items():
+            if status.startswith("2") and "content" in response:
+                wanted.add((path, method, status))
+    return wanted
+
+
+@pytest.fixture
+def answers(schema) -> Answers:
+    return Answers(schema)
+
+
+@pytest.fixture
+def private_urls_allowed(settings) -> None:
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
+
+
+V1 = "/api/v1"
+
+
+def test_every_documented_answer_is_what_the_operation_answers(
+    acme, globex, answers: Answers, private_urls_allowed
+) -> None:
+    c = acme.client
+    check: Callable[..., dict] = answers.check
+    users = f"{V1}/users/{{user_id}}"
+    docs = {
+        "global": (f"{users}/documents/global/{{path}}",
+                   f"{V1}/users/alice/documents/global/notes/a.md"),
+        "profile": (f"{users}/documents/profile/{{profile}}/{{path}}",
+                    f"{V1}/users/alice/documents/profile/work/memories/b.md"),
+        "session": (f"{users}/documents/session/{{session_id}}/{{path}}",
+                    f"{V1}/users/alice/documents/session/s1/c.md"),
+    }
+    for template, url in docs.values():
+        check(template, "put", c.put(url, {"content": "Likes tea.", "description": "tea"},
+                                     format="json"))  # 201
+        check(template, "put", c.put(url, {"content": "Likes green tea."}, format="json"))  # 200
+        check(template, "get", c.get(url))
+    # The memory tool writes as the assistant, and its answers are the same shape either way.
+    tool = f"{users}/memory"
+    check(tool, "post", c.post(f"{V1}/users/alice/memory",
+                               {"command": "create", "path": "/memories/d.md",
+                                "file_text": "Has a cat.", "session_id": "s1"}, format="json"))
+    check(tool, "post", c.post(f"{V1}/users/alice/memory",
+                               {"command": "view", "path": "/memories/missing.md"}, format="json"))
+    context = {"session_id": "s1", "profile": "work"}
+    check(f"{users}/memory/index", "get", c.get(f"{V1}/users/alice/memory/index", context))
+    check(f"{users}/memory/index", "get", c.get(f"{V1}/users/nobody/memory/index"))
+    check(f"{users}/memory/snapshot", "get", c.get(f"{V1}/users/alice/memory/snapshot", context))
+    listed = check(f"{users}/documents", "get",
+                   c.get(f"{V1}/users/alice/documents", {"limit": 2}))
+    assert listed["next_cursor"] is not None  # a page with a cursor, and the last one
+    check(f"{users}/documents", "get", c.get(f"{V1}/users/alice/documents",
+                                             {"limit": 2, "cursor": listed["next_cursor"]}))
+    check(f"{users}/recall", "post", c.post(f"{V1}/users/alice/recall",
+                                            {"query": "tea", "session_id": "s1"}, format="json"))
+    check(f"{users}/recall", "post", c.post(f"{V1}/users/alice/recall",
+                                            {"query": "zebra crossing"}, format="json"))
+
+    # End users.
+    check(f"{users}/portal-link", "post", c.post(f"{V1}/users/alice/portal-link"))
+    check(users, "get", c.get(f"{V1}/users/alice"))
+    check(users, "get", c.get(f"{V1}/users/nobody"))  # created_at null
+    check(users, "patch", c.patch(f"{V1}/users/bob", {"memory_enabled": False}, format="json"))
+    check(f"{V1}/users", "get", c.get(f"{V1}/users", {"limit": 1}))
+    check(f"{V1}/users", "get", c.get(f"{V1}/users"))
+    exported = check(f"{users}/export", "get", c.get(f"{V1}/users/alice/export"))
+    assert exported["documents"] and exported["events"] and exported["portal_links"]
+    check(f"{users}/export", "get", c.get(f"{V1}/users/nobody/export"))
+
+    # Tenant administration.
+    check(f"{V1}/tenant", "get", c.get(f"{V1}/tenant"))
+    check(f"{V1}/tenant", "patch", c.patch(f"{V1}/tenant", {"limits": {"max_scope_bytes": None}},
+                                           format="json"))
+    check(f"{V1}/profiles/{{profile}}", "put",
+          c.put(f"{V1}/profiles/work", {"disabled": True}, format="json"))  # 201
+    check(f"{V1}/profiles/{{profile}}", "put",
+          c.put(f"{V1}/profiles/work", {"disabled": False}, format="json"))  # 200
+    check(f"{V1}/profiles", "get", c.get(f"{V1}/profiles"))
+    feed = check(f"{V1}/events", "get", c.get(f"{V1}/events", {"limit": 3}))
+    assert feed["events"]
+    # A webhook delivery carries the feed's object: the service builds it below the API.
+    with tenant_context(acme.tenant.id):
+        for event in MemoryEvent.objects.order_by("id")[:3]:
+            answers.conforms({"$ref": "#/components/schemas/Event"},
+                             json.loads(event_payload(event)), ("webhook delivery", event.id))
+    check(f"{V1}/events", "get", c.get(f"{V1}/events", {"after": 10**12}))  # empty, null cursor
+
+    # Webhooks: the secret in full when it is set, its hint otherwise.
+    hooks = f"{V1}/webhooks"
+    created = check(hooks, "post", c.post(hooks, {"url": "http://127.0.0.1:9/hook"}, format="json"))
+    hook = f"{hooks}/{{webhook_id}}"
+    one = f"{hooks}/{created['id']}"
+    check(hook, "get", c.get(one))
+    assert "secret" not in check(hook, "patch", c.patch(one, {"enabled": False}, format="json"))
+    assert "secret" in check(hook, "patch", c.patch(one, {"secret": "s" * 32}, format="json"))
+    check(hooks, "get", c.get(hooks))
+
+    # The error body, from an operation that documents it.
+    check(docs["global"][0], "get", c.get(f"{V1}/users/alice/documents/global/none.md"))  # 404
+    check(users, "get", c.get(f"{V1}/users/{'x' * 129}"))  # 400
+    check(f"{V1}/tenant", "get", globex.client_with(globex.memory_key).get(f"{V1}/tenant"))  # 403
+
+    assert documented_answers(answers.schema) - answers.seen == set()
+
+
+def test_an_answer_that_drifts_from_its_shape_is_caught(schema, answers: Answers) -> None:
+    """The check itself: a missing key, an extra key and a wrong type each fail it."""
+
+    class Fake:
+        status_code = 200
+
+        def __init__(self, body: dict) -> None:
+            self.body, self.content = body, b""
+
+        def json(self) -> dict:
+            return self.body
+
+    good = {"content": "ok", "is_error": False}
+    answers.check(f"{V1}/users/{{user_id}}/memory", "post", Fake(good))
+    for bad in ({"content": "ok"}, {**good, "extra": 1}, {**good, "is_error": "no"}):
+        with pytest.raises(AssertionError):
+            answers.check(f"{V1}/users/{{user_id}}/memory", "post", Fake(bad))

@@ -1,0 +1,422 @@
+"""What the API answers: the one definition of every response shape.
+
+Each shape is declared once, as an output serializer: drf-spectacular documents it at
+``/api/schema/`` from that declaration. Beside it stands the function that builds the JSON
+the views answer (and the web page's "download everything" file, memoryhub/web/exports.py).
+The functions build plain dicts rather than running the serializers: a serializer costs about
+250 us for one document where the dict costs about 1.5 us, and documents GET, the prompt
+index and the memory tool serve nearly every request. Dates stay ``datetime`` objects for
+DRF's JSON encoder.
+
+tests/api/test_openapi.py holds the two together: it validates the real answer of every
+documented operation against the schema component of that operation, with every property
+required and no other allowed, so a key added, dropped or retyped on one side fails there.
+
+Lists are keyset pages (``keyset_page``): the selectors fetch ``limit + 1`` rows, the page
+shows ``limit`` of them and ``next_cursor`` says whether there is another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from drf_spectacular.utils import PolymorphicProxySerializer
+from rest_framework import serializers
+
+from api.serializers import Page, next_cursor
+from memoryhub.models import (
+    Actor,
+    EventType,
+    MemoryDocument,
+    MemoryEvent,
+    PortalLink,
+    Profile,
+    Scope,
+    WebhookEndpoint,
+)
+from memoryhub.selectors.people import PersonExport, PersonSummary
+from memoryhub.selectors.recall import Recall
+from memoryhub.services.webhooks import secret_masked
+from memoryhub.store.recall import RecallHit
+from tenants.models import DEFAULT_LIMITS, Tenant
+
+Row = TypeVar("Row")
+
+
+def keyset_page(
+    rows: Sequence[Row], page: Page, *, items: str, represent: Callable[[Row], dict[str, Any]],
+    key: Callable[[Row], tuple[Any, ...]],
+) -> dict[str, Any]:
+    """``{items: [...], "next_cursor": ...}``: the first ``page.limit`` of the ``limit + 1``
+    rows a selector fetched, and the cursor after the last one shown when there are more."""
+    return {
+        items: [represent(row) for row in rows[: page.limit]],
+        "next_cursor": next_cursor(rows, page.limit, key),
+    }
+
+
+# --- Documents -----------------------------------------------------------------------------
+
+
+class DocumentMetaSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="as the caller wrote it (lists: the stored form)")
+    scope = serializers.ChoiceField(choices=Scope.values)
+    scope_key = serializers.CharField(allow_null=True, help_text="session_id, profile, or null")
+    description = serializers.CharField(allow_blank=True)
+    bytes = serializers.IntegerField(help_text="UTF-8 length of content")
+    version = serializers.IntegerField(help_text="1 on create, +1 on every change; the ETag")
+    updated_by = serializers.ChoiceField(choices=Actor.values)
+    confidence = serializers.FloatField(help_text="0-1, weighs recall ranking")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class DocumentSerializer(DocumentMetaSerializer):
+    content = serializers.CharField(allow_blank=True)
+
+
+class DocumentPageSerializer(serializers.Serializer):
+    documents = DocumentMetaSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+def document_representation(
+    document: MemoryDocument, *, path: str | None = None, content: bool = True
+) -> dict[str, Any]:
+    """``DocumentSerializer`` (``DocumentMetaSerializer`` without ``content``); ``path`` is
+    the caller's spelling when they wrote one."""
+    body: dict[str, Any] = {
+        "path": path if path is not None else document.path,
+        "scope": document.scope,
+        "scope_key": document.scope_key if document.scope != Scope.GLOBAL else None,
+        "description": document.description,
+        "bytes": document.bytes,
+        "version": document.version,
+        "updated_by": document.updated_by,
+        "confidence": document.confidence,
+        "created_at": document.created_at,
+        "updated_at": document.updated_at,
+    }
+    if content:
+        body["content"] = document.content
+    return body
+
+
+def _document_meta(document: MemoryDocument) -> dict[str, Any]:
+    return document_representation(document, content=False)
+
+
+def document_page_representation(rows: Sequence[MemoryDocument], page: Page) -> dict[str, Any]:
+    """``DocumentPageSerializer``, in the order of the cursor: scope, scope_key, path."""
+    return keyset_page(rows, page, items="documents", represent=_document_meta,
+                       key=lambda d: (d.scope, d.scope_key, d.path))
+
+
+# --- End users -----------------------------------------------------------------------------
+
+
+class DocumentCountsSerializer(serializers.Serializer):
+    session = serializers.IntegerField()
+    profile = serializers.IntegerField()
+    global_ = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        fields["global"] = fields.pop("global_")  # a Python keyword, a JSON key
+        return fields
+
+
+class EndUserSerializer(serializers.Serializer):
+    user_id = serializers.CharField()
+    memory_enabled = serializers.BooleanField(help_text="the person's own switch")
+    created_at = serializers.DateTimeField(allow_null=True, help_text="null: nothing stored")
+    documents = DocumentCountsSerializer()
+    bytes = serializers.IntegerField(help_text="total UTF-8 bytes of all documents")
+    sessions = serializers.IntegerField(help_text="sessions with at least one document")
+    profiles = serializers.IntegerField(help_text="profiles with at least one document")
+
+
+class EndUserPageSerializer(serializers.Serializer):
+    users = EndUserSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+def end_user_representation(summary: PersonSummary) -> dict[str, Any]:
+    """``EndUserSerializer``; ``documents`` is the selector's counts dict (``DocumentCounts``)."""
+    return {
+        "user_id": summary.user_id,
+        "memory_enabled": summary.memory_enabled,
+        "created_at": summary.created_at,
+        "documents": summary.documents,
+        "bytes": summary.bytes,
+        "sessions": summary.sessions,
+        "profiles": summary.profiles,
+    }
+
+
+def end_user_page_representation(rows: Sequence[PersonSummary], page: Page) -> dict[str, Any]:
+    """``EndUserPageSerializer``, by user_id."""
+    return keyset_page(rows, page, items="users", represent=end_user_representation,
+                       key=lambda s: (s.user_id,))
+
+
+class PortalLinkSerializer(serializers.Serializer):
+    url = serializers.URLField(help_text="absolute; opens /portal/<token> once")
+    expires_at = serializers.DateTimeField()
+
+
+def portal_link_representation(*, url: str, expires_at: datetime) -> dict[str, Any]:
+    """``PortalLinkSerializer``: the link just minted (its token is in ``url`` only)."""
+    return {"url": url, "expires_at": expires_at}
+
+
+# --- The event feed ------------------------------------------------------------------------
+
+
+class EventSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="the cursor")
+    type = serializers.ChoiceField(choices=EventType.values)
+    created_at = serializers.DateTimeField()
+    actor = serializers.ChoiceField(choices=Actor.values)
+    user_id = serializers.CharField()
+    # DRF's metaclass takes declared fields out of the class: Serializer.data stays as it is.
+    data = serializers.DictField()  # type: ignore[assignment]
+
+
+class EventPageSerializer(serializers.Serializer):
+    events = EventSerializer(many=True)
+    next_cursor = serializers.IntegerField(
+        allow_null=True, help_text="id of the last event returned; null when none was returned"
+    )
+
+
+def event_representation(event: MemoryEvent) -> dict[str, Any]:
+    """``EventSerializer``. A webhook delivery sends the same object, built in the service
+    (``memoryhub.services.webhooks.event_payload``, below the API); the schema test holds
+    both to this shape."""
+    return {
+        "id": event.id,
+        "type": event.type,
+        "created_at": event.created_at,
+        "actor": event.actor,
+        "user_id": event.user_id,
+        "data": event.data,
+    }
+
+
+def event_page_representation(events: Sequence[MemoryEvent]) -> dict[str, Any]:
+    """``EventPageSerializer``. API v1: "<cursor of the last event, or null when there are no
+    more>". The feed is a tail that keeps growing, so a page that returned events always hands
+    back where it stopped; only an empty page (nothing after ``after``) says null."""
+    return {
+        "events": [event_representation(e) for e in events],
+        "next_cursor": events[-1].id if events else None,
+    }
+
+
+# --- Export --------------------------------------------------------------------------------
+
+
+class PortalLinkRecordSerializer(serializers.Serializer):
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    used_at = serializers.DateTimeField(allow_null=True)
+
+
+class ExportSerializer(EndUserSerializer):
+    # In place of their counts (a field, not the base class's attribute type the stubs see).
+    documents = DocumentSerializer(many=True)  # type: ignore[assignment]
+    account_email = serializers.CharField(allow_null=True, help_text="linked web account")
+    events = EventSerializer(many=True)
+    portal_links = PortalLinkRecordSerializer(many=True)
+
+
+def portal_link_record_representation(link: PortalLink) -> dict[str, Any]:
+    """``PortalLinkRecordSerializer``: dates only, tokens are never stored."""
+    return {"created_at": link.created_at, "expires_at": link.expires_at, "used_at": link.used_at}
+
+
+def export_representation(export: PersonExport) -> dict[str, Any]:
+    """``ExportSerializer``: everything stored for the person, for the API's export and the
+    web page's download: the fields of ``EndUserSerializer``, with the documents themselves
+    in place of their counts."""
+    return {
+        **end_user_representation(export.summary),
+        "account_email": export.account_email,
+        "documents": [document_representation(d) for d in export.documents],
+        "events": [event_representation(e) for e in export.events],
+        "portal_links": [portal_link_record_representation(link) for link in export.portal_links],
+    }
+
+
+# --- Tenant administration -------------------------------------------------------------------
+
+
+class ProfileSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    disabled = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class ProfilePageSerializer(serializers.Serializer):
+    profiles = ProfileSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+def profile_representation(profile: Profile) -> dict[str, Any]:
+    """``ProfileSerializer``."""
+    return {"name": profile.name, "disabled": profile.disabled, "created_at": profile.created_at}
+
+
+def profile_page_representation(rows: Sequence[Profile], page: Page) -> dict[str, Any]:
+    """``ProfilePageSerializer``, by name."""
+    return keyset_page(rows, page, items="profiles", represent=profile_representation,
+                       key=lambda p: (p.name,))
+
+
+def tenant_representation(tenant: Tenant) -> dict[str, Any]:
+    """``api.serializers.TenantSerializer``: the same declaration validates the PATCH body."""
+    return {
+        "slug": tenant.slug,
+        "name": tenant.name,
+        "memory_enabled": tenant.memory_enabled,
+        "limits": {name: getattr(tenant, name) for name in DEFAULT_LIMITS},
+        "retention": {"session_days": tenant.session_days},
+        "recall_threshold": tenant.recall_threshold,
+    }
+
+
+# --- Webhooks ------------------------------------------------------------------------------
+
+
+class WebhookSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.URLField()
+    event_types = serializers.ListField(child=serializers.CharField())
+    enabled = serializers.BooleanField()
+    secret_hint = serializers.CharField()
+    disabled_reason = serializers.CharField(allow_blank=True)
+    last_status = serializers.IntegerField(allow_null=True, help_text="HTTP status of the last attempt")
+    last_error = serializers.CharField(allow_blank=True)
+    last_attempt_at = serializers.DateTimeField(allow_null=True)
+    last_success_at = serializers.DateTimeField(allow_null=True)
+    failing_since = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class WebhookCreatedSerializer(WebhookSerializer):
+    secret = serializers.CharField(help_text="shown once")
+
+
+# A change that sets a new secret echoes it once, as the creation does.
+WebhookChangedSerializer = PolymorphicProxySerializer(
+    component_name="WebhookChanged", serializers=[WebhookSerializer, WebhookCreatedSerializer],
+    resource_type_field_name=None,
+)
+
+
+class WebhookListSerializer(serializers.Serializer):
+    webhooks = WebhookSerializer(many=True)
+
+
+def webhook_representation(
+    endpoint: WebhookEndpoint, *, secret: str | None = None
+) -> dict[str, Any]:
+    """``WebhookSerializer``; with the ``secret`` just set, ``WebhookCreatedSerializer`` (the
+    answers that show it in full: the creation, and a change that sets a new one)."""
+    body: dict[str, Any] = {
+        "id": endpoint.pk, "url": endpoint.url, "event_types": endpoint.event_types,
+        "enabled": endpoint.enabled, "secret_hint": secret_masked(endpoint.secret),
+        "disabled_reason": endpoint.disabled_reason, "last_status": endpoint.last_status,
+        "last_error": endpoint.last_error, "last_attempt_at": endpoint.last_attempt_at,
+        "last_success_at": endpoint.last_success_at, "failing_since": endpoint.failing_since,
+        "created_at": endpoint.created_at,
+    }
+    if secret is not None:
+        body["secret"] = secret
+    return body
+
+
+def webhook_list_representation(endpoints: Iterable[WebhookEndpoint]) -> dict[str, Any]:
+    """``WebhookListSerializer``."""
+    return {"webhooks": [webhook_representation(e) for e in endpoints]}
+
+
+# --- Recall --------------------------------------------------------------------------------
+
+
+class RecallResultSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    scope = serializers.ChoiceField(choices=("session", "profile", "global"))
+    snippet = serializers.CharField(help_text="the matching passage of the document")
+    score = serializers.FloatField(help_text="similarity x confidence x recency, with lexical")
+    similarity = serializers.FloatField(help_text="cosine similarity (lexical before embedding)")
+    confidence = serializers.FloatField()
+    updated_at = serializers.DateTimeField()
+
+
+class RecallOutputSerializer(serializers.Serializer):
+    results = RecallResultSerializer(many=True)
+    # DRF's metaclass takes declared fields out of the class: Field.context stays as it is.
+    context = serializers.CharField(  # type: ignore[assignment]
+        allow_blank=True, help_text="<memori_context> block or ''")
+
+
+def recall_result_representation(hit: RecallHit) -> dict[str, Any]:
+    """``RecallResultSerializer``: scores to four places, enough to rank by and to read."""
+    return {
+        "path": hit.path, "scope": hit.scope, "snippet": hit.snippet,
+        "score": round(hit.score, 4), "similarity": round(hit.similarity, 4),
+        "confidence": hit.confidence, "updated_at": hit.updated_at,
+    }
+
+
+def recall_representation(recall: Recall) -> dict[str, Any]:
+    """``RecallOutputSerializer``."""
+    return {
+        "results": [recall_result_representation(hit) for hit in recall.results],
+        "context": recall.context,
+    }
+
+
+# --- The memory tool and the conversation's start ------------------------------------------
+
+
+class MemoryToolResult(serializers.Serializer):
+    content = serializers.CharField(help_text="The text for the model (the tool_result content).")
+    is_error = serializers.BooleanField()
+
+
+def tool_result_representation(content: str, is_error: bool) -> dict[str, Any]:
+    """``MemoryToolResult``: what the SDK's tool runner puts in the ``tool_result``."""
+    return {"content": content, "is_error": is_error}
+
+
+class IndexEntry(serializers.Serializer):
+    path = serializers.CharField()
+    scope = serializers.ChoiceField(choices=["session", "profile", "global"])
+    bytes = serializers.IntegerField()
+    description = serializers.CharField(allow_blank=True)
+    edited_by_user = serializers.BooleanField()
+    updated_at = serializers.DateTimeField()
+
+
+# Built whole by memoryhub.selectors.documents.index_build: its text and its entries come
+# from one statement, and the index is the hottest read, so it is answered as built.
+class MemoryIndex(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    text = serializers.CharField(allow_blank=True)
+    entries = IndexEntry(many=True)
+    omitted = serializers.IntegerField()
+
+
+class MemorySnapshot(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True)
+
+
+def snapshot_representation(text: str) -> dict[str, Any]:
+    """``MemorySnapshot``."""
+    return {"text": text}

@@ -1,0 +1,61 @@
+"""The identifiers the service accepts (API v1, Conventions), for every way in.
+
+``user_id`` and ``session_id`` are 1-128 characters of ``A-Z a-z 0-9 . _ @ : + | -``; a
+profile name is 1-64 characters of ``a-z 0-9 _ -``. The API (``api/params.py`` turns the
+refusal into its 400), the memory tool (a tool error naming the field) and the web pages (a
+form error) apply the same rules from here, so no way in can store what another refuses.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TypeGuard
+
+from memoryhub.errors import MemoryError_
+
+USER_ID_RULE = "1-128 characters of A-Z a-z 0-9 . _ @ : + | -"
+PROFILE_RULE = "1-64 characters of a-z 0-9 _ -"
+
+_USER_ID = re.compile(r"[A-Za-z0-9._@:+|\-]{1,128}")
+_PROFILE = re.compile(r"[a-z0-9_\-]{1,64}")
+
+
+class InvalidIdentifier(MemoryError_):
+    """An identifier outside its rule; ``code`` names which one (``invalid_user_id``, ...)."""
+
+    http_status = 400
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def is_user_id(value: object) -> TypeGuard[str]:
+    return isinstance(value, str) and _USER_ID.fullmatch(value) is not None
+
+
+def is_session_id(value: object) -> TypeGuard[str]:
+    """A session_id follows the user_id rule (and so does a memory tool ``turn_id``)."""
+    return is_user_id(value)
+
+
+def is_profile_name(value: object) -> TypeGuard[str]:
+    return isinstance(value, str) and _PROFILE.fullmatch(value) is not None
+
+
+def user_id_checked(value: object) -> str:
+    if not is_user_id(value):
+        raise InvalidIdentifier("invalid_user_id", f"user_id must be {USER_ID_RULE}")
+    return value
+
+
+def session_id_checked(value: object) -> str:
+    if not is_session_id(value):
+        raise InvalidIdentifier("invalid_session_id", f"session_id must be {USER_ID_RULE}")
+    return value
+
+
+def profile_checked(value: object) -> str:
+    if not is_profile_name(value):
+        raise InvalidIdentifier("invalid_profile", f"profile must be {PROFILE_RULE}")
+    return value
