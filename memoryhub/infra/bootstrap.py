@@ -26,6 +26,8 @@ import os
 import warnings
 from pathlib import Path
 
+from django.conf import settings
+
 from memoryhub.infra import embedded_db
 
 # Where the embedded server listens, for the settings (and for child processes).
@@ -55,10 +57,10 @@ def bootstrap() -> None:
     if os.environ.get("DATABASE_URL"):
         _done = True
         return
-    inherited = os.environ.get(HOST_ENV), os.environ.get(PORT_ENV)
-    _refuse_if_settings_loaded(published=all(inherited))
-    if all(inherited):
-        cluster = embedded_db.Cluster(socket_dir=str(inherited[0]), port=int(str(inherited[1])))
+    host, port = os.environ.get(HOST_ENV), os.environ.get(PORT_ENV)
+    _refuse_if_settings_loaded(published=bool(host and port))
+    if host and port:  # inherited from the process that started this one
+        cluster = embedded_db.Cluster(socket_dir=host, port=int(port))
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
@@ -72,7 +74,7 @@ def bootstrap() -> None:
 def _ensure_broker_folders() -> None:
     """kombu's filesystem transport (the broker without CELERY_BROKER_URL, see the settings)
     needs its folders to exist and creates none of them."""
-    if os.environ.get("CELERY_BROKER_URL", "filesystem://").startswith("filesystem"):
+    if (os.environ.get("CELERY_BROKER_URL") or "filesystem://").startswith("filesystem"):
         for folder in ("out", "processed", "control"):
             (data_dir() / "celery-broker" / folder).mkdir(parents=True, exist_ok=True)
 
@@ -80,8 +82,6 @@ def _ensure_broker_folders() -> None:
 def _refuse_if_settings_loaded(*, published: bool) -> None:
     """Settings built before the server was published point nowhere: say so now, not later
     as a connection error on a placeholder socket."""
-    from django.conf import settings
-
     if settings.configured and not published:
         raise RuntimeError(
             "bootstrap() ran after Django loaded its settings; call "
