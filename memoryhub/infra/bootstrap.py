@@ -23,7 +23,6 @@ settings is a mistake (the settings were built without the server) and raises.
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 
 from django.conf import settings
@@ -62,9 +61,7 @@ def bootstrap() -> None:
     if host and port:  # inherited from the process that started this one
         cluster = embedded_db.Cluster(socket_dir=host, port=int(port))
     else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            cluster = embedded_db.ensure_cluster(data_dir())
+        cluster = embedded_db.ensure_cluster(data_dir())
     embedded_db.ensure_database(cluster, database_name())
     os.environ[HOST_ENV] = cluster.socket_dir
     os.environ[PORT_ENV] = str(cluster.port)

