@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run test install lint check bench bench-recall stop-db clean
+.PHONY: run test install lint check browser bench bench-recall stop-db clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "MemoryHub needs Python >= 3.11; set PYTHON=python3.11")'
@@ -36,7 +36,12 @@ check: $(STAMP)
 	DEBUG=1 $(PY) manage.py check
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 
-test: $(STAMP) lint check
+# A Chromium for the browser tests where this machine allows (Debian's package as root, else
+# Playwright's download); one line says so when they will be skipped.
+browser: $(STAMP)
+	@bash .ci/browser $(PY)
+
+test: $(STAMP) lint check browser
 	$(PY) -m pytest
 
 bench: $(STAMP)

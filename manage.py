@@ -1,5 +1,8 @@
 #!/usr/bin/env python
-"""Django's command-line utility for MemoryHub."""
+"""Django's command-line utility for MemoryHub.
+
+Starts the embedded PostgreSQL first when ``DATABASE_URL`` is unset (memoryhub.infra.bootstrap).
+"""
 
 import os
 import sys
@@ -7,6 +10,9 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    from memoryhub.infra.bootstrap import bootstrap
+
+    bootstrap()
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -7,6 +7,8 @@ import os
 from celery import Celery
 from kombu.transport import TRANSPORT_ALIASES
 
+from memoryhub.infra.bootstrap import bootstrap
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 
 # Redis broker URLs get kombu's Redis transport with a cheaper publish (see memoryhub.infra.broker).
@@ -14,5 +16,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = "memoryhub.infra.broker:Transport"
 
 app = Celery("memoryhub")
+# The worker reads django.conf:settings when it first needs its configuration: the embedded
+# database must be published by then. Not at import: every import of the memoryhub package
+# imports this module (memoryhub/__init__.py), the settings too. In web and test processes
+# bootstrap() has already run and this does nothing.
+app.on_configure.connect(lambda sender, **kwargs: bootstrap(), weak=False)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()

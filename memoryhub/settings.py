@@ -1,6 +1,10 @@
 """Settings, read from the environment with safe development defaults.
 
-Every variable is documented in README.md ("Configuration").
+Every variable is documented in README.md ("Configuration"). Importing this module starts
+nothing: without ``DATABASE_URL`` the embedded PostgreSQL is started by
+``memoryhub.infra.bootstrap.bootstrap()`` (manage.py, WSGI, ASGI, Celery and the test run call
+it first), which publishes where it listens in the environment read below. The one write is
+the development secret key, generated once into the data dir (see ``_secret_key``).
 """
 
 from __future__ import annotations
@@ -8,9 +12,11 @@ from __future__ import annotations
 import os
 import secrets
 import sys
-import warnings
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
+
+from memoryhub.infra import embedded_db
+from memoryhub.infra.bootstrap import HOST_ENV, PORT_ENV, data_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -31,17 +37,31 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 DEBUG = env_bool("DEBUG", False)
 TESTING = "pytest" in sys.modules
-DATA_DIR = Path(os.environ.get("MEMORYHUB_DATA_DIR") or BASE_DIR / "var").resolve()
+DATA_DIR = data_dir()
+# The embedded database is development by definition (production gives DATABASE_URL), so it
+# may use the generated secret key: `manage.py ...` works beside `make run` without DEBUG=1.
+EMBEDDED_DATABASE = not os.environ.get("DATABASE_URL")
 
 
 def _secret_key() -> str:
-    """SECRET_KEY from the environment; in development, generated once into the data dir."""
+    """SECRET_KEY from the environment; in development, generated once into the data dir.
+
+    Development is DEBUG, a test run, or the embedded database (no DATABASE_URL). The key
+    file stays here rather than in bootstrap(): everything that imports the settings without
+    bootstrapping (manage.py check, type checkers' Django plugins) needs a key too, and writing
+    one small file once starts no server.
+    """
     key = os.environ.get("SECRET_KEY")
     if key:
         return key
-    if not DEBUG and not TESTING and os.environ.get("MEMORYHUB_ALLOW_GENERATED_SECRET") != "1":
+    generated_allowed = (
+        DEBUG or TESTING or EMBEDDED_DATABASE
+        or os.environ.get("MEMORYHUB_ALLOW_GENERATED_SECRET") == "1"
+    )
+    if not generated_allowed:
         raise RuntimeError(
-            "SECRET_KEY is not set. Set it in the environment (or DEBUG=1 for development)."
+            "SECRET_KEY is not set. Production (DATABASE_URL set) needs it in the environment; "
+            "development (no DATABASE_URL, or DEBUG=1) generates one into the data dir."
         )
     path = DATA_DIR / "secret_key"
     if not path.exists():
@@ -143,6 +163,11 @@ def _db_from_url(url: str) -> dict:
     }
 
 
+# Without bootstrap() the embedded server's address is unknown: connections then fail on this
+# socket path, whose name says what is missing.
+_NOT_BOOTSTRAPPED = "/nonexistent/memoryhub-bootstrap-not-run"
+
+
 def _database_settings() -> tuple[dict, dict, dict | None]:
     """Return (app, owner, embedded-cluster info or None)."""
     url = os.environ.get("DATABASE_URL")
@@ -150,18 +175,14 @@ def _database_settings() -> tuple[dict, dict, dict | None]:
         app = _db_from_url(url)
         owner = _db_from_url(os.environ.get("MIGRATE_DATABASE_URL") or url)
         return app, owner, None
-    from memoryhub.infra import embedded_db
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        cluster = embedded_db.ensure_cluster(DATA_DIR)
+    # The embedded server, where memoryhub.infra.bootstrap published it.
+    host, port = os.environ.get(HOST_ENV), os.environ.get(PORT_ENV)
     name = os.environ.get("MEMORYHUB_DB_NAME", "memoryhub")
-    embedded_db.ensure_database(cluster, name)
-    base = {"NAME": name, "HOST": cluster.socket_dir, "PORT": str(cluster.port), "PASSWORD": ""}
+    base = {"NAME": name, "HOST": host or _NOT_BOOTSTRAPPED, "PORT": port or "", "PASSWORD": ""}
     return (
         {**base, "USER": embedded_db.APP_ROLE, "OPTIONS": {}},
         {**base, "USER": embedded_db.OWNER_ROLE, "OPTIONS": {}},
-        {"socket_dir": cluster.socket_dir, "port": cluster.port},
+        {"socket_dir": host, "port": int(port)} if host and port else None,
     )
 
 
@@ -309,10 +330,8 @@ SPECTACULAR_SETTINGS = {
 # must not drop tasks into the shared filesystem queue of a developer's worker; the worker
 # tests point Celery at Redis themselves.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or ("memory://" if TESTING else "filesystem://")
+# bootstrap() creates these folders (kombu does not).
 _celery_fs_dir = DATA_DIR / "celery-broker"
-if CELERY_BROKER_URL.startswith("filesystem"):
-    for _folder in ("out", "processed", "control"):
-        (_celery_fs_dir / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(_celery_fs_dir / "out"),

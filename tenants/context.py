@@ -11,6 +11,19 @@ Contract:
 - Code that must see several tenants says so by name: ``unscoped_objects`` managers, and
   :func:`web_user_context` for a signed-in account's own memberships.
 
+Who opens the context: the entry points, never the services and selectors. The API's base
+view (``api/base.py``), the page decorators (``memoryhub/web/access.py``), the views outside
+them that act for one tenant (``memoryhub/web/views/entry.py``, ``memoryhub/web/adapters.py``),
+every task, management command and admin action open ``tenant_context`` for the tenant they
+serve; services and selectors run inside it and expect it open (the managers raise
+``TenantNotSet`` when it is not). The one exception is code that learns the tenant from a
+secret, because nobody can open the context for it: API key authentication,
+``portal_link_redeem`` and ``invitation_find`` open the context their token names.
+Opening it again for the same tenant inside its transaction costs nothing (no statement, no
+savepoint), which is why the older key, audit and membership writes of ``tenants/services.py``
+(``api_key_create``, ``api_key_revoke``, ``audit_record``, ``membership_set``), called
+by platform code and fixtures before any context exists, still open it for themselves.
+
 Known holes: raw SQL that sets ``app.tenant_id`` itself bypasses the ContextVar (grep for
 ``app.tenant_id``); the Tenant table itself is platform data and has no RLS.
 """

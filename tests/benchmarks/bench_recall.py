@@ -468,6 +468,9 @@ def setup_django(env: dict[str, str]) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     import django
 
+    from memoryhub.infra.bootstrap import bootstrap
+
+    bootstrap()
     django.setup()
 
 

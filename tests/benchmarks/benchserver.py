@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository
+ROOT = Path(__file__).resolve().parents[2]  # the project: manage.py and memoryhub/
 
 
 def bench_env(db_name: str) -> dict[str, str]:

@@ -8,16 +8,18 @@ from django.contrib.auth import get_user_model
 from django.core import mail
 from django.test import Client
 
-from memoryhub.web.services import invitation_create
 from tenants.context import tenant_context
 from tenants.models import Invitation, Membership, Role
+from tenants.services import invitation_create
 from tests.pages.conftest import PASSWORD, signed_in
 
 SIGNUP = {"email": "new@acme.test", "password1": PASSWORD, "password2": PASSWORD}
 
 
 def _invite(tenant, email: str = "new@acme.test", role: str = Role.ADMIN) -> str:
-    return f"/invite/{invitation_create(tenant=tenant, email=email, role=role, actor='t').token}"
+    with tenant_context(tenant.pk):  # as the members page opens it
+        created = invitation_create(tenant=tenant, email=email, role=role, actor="t")
+    return f"/invite/{created.token}"
 
 
 def test_open_sign_up_is_closed(acme_team) -> None:

@@ -44,15 +44,18 @@ from memoryhub.web.selectors import (
     profiles_all,
     tenant_overview,
 )
-from memoryhub.web.services import (
+from tenants.models import ApiKey, Invitation, Membership
+from tenants.services import (
     MembershipRuleError,
+    api_key_create,
+    api_key_revoke,
+    audit_record,
     invitation_create,
     invitation_revoke,
     membership_remove,
     membership_role_change,
+    tenant_settings_update,
 )
-from tenants.models import ApiKey, Invitation, Membership
-from tenants.services import api_key_create, api_key_revoke, audit_record, tenant_settings_update
 
 
 def _page(request: HtmxHttpRequest, access: TenantAccess, template: str, *,

@@ -12,18 +12,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from memoryhub.services.people import portal_link_redeem
+from memoryhub.services.people import enduser_account_link, portal_link_redeem
 from memoryhub.web.access import ADMIN_ROLES
 from memoryhub.web.adapters import INVITATION_SESSION_KEY
 from memoryhub.web.http import HtmxHttpRequest
 from memoryhub.web.portal import portal_entry, portal_grant_end, portal_grant_start
 from memoryhub.web.selectors import account_end_users, account_memberships
-from memoryhub.web.services import (
-    MembershipRuleError,
-    enduser_account_link,
-    invitation_accept,
-    invitation_find,
-)
+from tenants.context import tenant_context
+from tenants.services import MembershipRuleError, invitation_accept, invitation_find
 
 
 @require_GET
@@ -51,7 +47,8 @@ def portal_redeem(request: HtmxHttpRequest, token: str) -> HttpResponse:
     if end_user is None:
         return render(request, "web/portal_error.html", status=410)
     if request.user.is_authenticated:
-        enduser_account_link(end_user=end_user, user=request.user)
+        with tenant_context(end_user.tenant_id):
+            enduser_account_link(end_user=end_user, user=request.user)
         messages.success(request, "This memory page is now linked to your account.")
     else:
         portal_grant_start(request, tenant_id=end_user.tenant_id, end_user_id=end_user.pk)
@@ -78,7 +75,8 @@ def invitation(request: HtmxHttpRequest, token: str) -> HttpResponse:
             return render(request, "web/invitation.html",
                           {"state": "other_account", "invitation": found}, status=403)
         try:
-            invitation_accept(invitation=found, user=user)
+            with tenant_context(found.tenant_id):
+                invitation_accept(invitation=found, user=user)
         except MembershipRuleError:
             return render(request, "web/invitation.html", {"state": "invalid"}, status=410)
         messages.success(request, f"You joined {found.tenant.name}.")
