@@ -22,8 +22,11 @@ install: $(STAMP)
 run: $(STAMP)
 	PORT=$(PORT) bash deploy/run-dev.sh
 
+# ruff; the layers (import-linter's contracts in pyproject.toml); no import cycle at all.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-logo
+	$(PY) tests/architecture/check_cycles.py
 
 check: $(STAMP)
 	DEBUG=1 $(PY) manage.py check
