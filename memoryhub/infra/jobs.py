@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import Task
+
 from memoryhub.celery import app
 
 EMBED_DOCUMENTS = "memoryhub.tasks.embed_documents"
@@ -54,7 +56,7 @@ def job_enqueue(
     app.send_task(name, kwargs=kwargs, **options)
 
 
-def _registered_task(name: str) -> Any:
+def _registered_task(name: str) -> Task:
     # Only eager mode needs the task object. A process that has not imported the task
     # module yet loads it as a worker does: by autodiscovery, not by an import here.
     if name not in app.tasks:
