@@ -22,12 +22,15 @@ install: $(STAMP)
 run: $(STAMP)
 	PORT=$(PORT) bash deploy/run-dev.sh
 
+# ruff; mypy; the layers (import-linter's contracts in pyproject.toml); no import cycle at all.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(MAKE) --no-print-directory typecheck
+	$(VENV)/bin/lint-imports --no-logo
+	$(PY) tests/architecture/check_cycles.py
 
-# mypy loads the settings but never connects: a placeholder DATABASE_URL keeps the settings
-# from starting the embedded PostgreSQL, and the SECRET_KEY is never used.
+# mypy's Django plugin loads the settings but never connects: the placeholders only keep the
+# settings from asking for a data directory or a real server.
 .PHONY: typecheck
 typecheck: $(STAMP)
 	DATABASE_URL=postgresql://typecheck@localhost/typecheck SECRET_KEY=typecheck $(VENV)/bin/mypy

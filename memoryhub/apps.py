@@ -1,5 +1,8 @@
 from django.apps import AppConfig
 
+# At module level: memoryhub.infra.db imports no model, so it may load with the app registry.
+from memoryhub.infra.db import register_adapters
+
 
 class MemoryHubConfig(AppConfig):
     name = "memoryhub"
@@ -8,6 +11,4 @@ class MemoryHubConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memoryhub.infra.db import register_adapters
-
         register_adapters()

@@ -9,6 +9,10 @@ Beat (``CELERY_BEAT_SCHEDULE`` in settings) runs the sweeps. They iterate tenant
 Tenant table is platform data, readable without a tenant) and work for each one inside its
 own context: retention fans out one task per tenant; the webhook and embedding sweeps only
 re-enqueue work a lost message left behind.
+
+Every task has an explicit ``name=``: services and the publisher enqueue by that name
+(memoryhub/infra/jobs.py), so they need not import this module, which imports them; and
+queued messages and the beat schedule keep finding their task if this module moves.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ SWEEP_LIMIT = 1000  # per tenant and run; the next run takes the rest
 
 
 @shared_task(
+    name="memoryhub.tasks.embed_documents",
     autoretry_for=(EmbeddingError,), retry_backoff=5, retry_backoff_max=600, max_retries=8,
 )
 def embed_documents(*, items: list[list[int]]) -> int:
@@ -49,6 +54,7 @@ def embed_documents(*, items: list[list[int]]) -> int:
 
 
 @shared_task(
+    name="memoryhub.tasks.embed_document",
     autoretry_for=(EmbeddingError,), retry_backoff=5, retry_backoff_max=600, max_retries=8,
 )
 def embed_document(*, tenant_id: int, document_id: int, version: int) -> int:
@@ -56,13 +62,13 @@ def embed_document(*, tenant_id: int, document_id: int, version: int) -> int:
     return embed_documents(items=[[tenant_id, document_id, version]])
 
 
-@shared_task
+@shared_task(name="memoryhub.tasks.deliver_webhook")
 def deliver_webhook(*, tenant_id: int, delivery_id: int) -> str:
     with tenant_context(tenant_id):
         return webhook_deliver(delivery_id=delivery_id)
 
 
-@shared_task
+@shared_task(name="memoryhub.tasks.retention_purge")
 def retention_purge(*, tenant_id: int) -> int:
     """Purge the tenant's expired sessions, one short transaction per batch, then the write
     tallies whose turn or minute is long over."""
@@ -79,7 +85,7 @@ def retention_purge(*, tenant_id: int) -> int:
     return total
 
 
-@shared_task
+@shared_task(name="memoryhub.tasks.retention_purge_all")
 def retention_purge_all() -> int:
     # Every tenant, even one that keeps sessions forever: its write tallies still expire.
     tenant_ids = list(Tenant.objects.values_list("id", flat=True))
@@ -88,7 +94,7 @@ def retention_purge_all() -> int:
     return len(tenant_ids)
 
 
-@shared_task
+@shared_task(name="memoryhub.tasks.webhooks_sweep")
 def webhooks_sweep() -> int:
     """Re-enqueue deliveries that are due but whose message was lost."""
     enqueued = 0
@@ -101,7 +107,7 @@ def webhooks_sweep() -> int:
     return enqueued
 
 
-@shared_task
+@shared_task(name="memoryhub.tasks.embeddings_sweep")
 def embeddings_sweep() -> int:
     """Re-enqueue embedding of documents whose on-commit task was lost."""
     enqueued = 0

@@ -3,7 +3,7 @@
 Publishing one Celery message cost about 1 ms of a write's CPU and 1.4 ms of its time here:
 kombu builds the message, and every LPUSH wakes Redis. So a write, once committed, only
 hands (tenant, document, version) to its process's publisher thread. The thread sends one
-``embed_documents`` task for what arrived within ``linger`` seconds of the first item (at
+``embed_documents`` task (by name, through memoryhub.infra.jobs) for what arrived within ``linger`` seconds of the first item (at
 most ``batch`` items): the request does not wait for the broker, and under load one message
 carries several writes.
 
@@ -22,6 +22,8 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+
+from memoryhub.infra.jobs import EMBED_DOCUMENTS, job_enqueue, jobs_run_inline
 
 logger = logging.getLogger(__name__)
 
@@ -87,17 +89,15 @@ class Publisher:
 
 
 def _send_embedding_tasks(items: list[Item]) -> None:
-    from memoryhub.tasks import embed_documents  # tasks import the services that import this
-
     latest: dict[tuple[int, int], int] = {}
     for tenant_id, document_id, version in items:
         key = (tenant_id, document_id)
         latest[key] = max(version, latest.get(key, version))
-    embed_documents.apply_async(
-        kwargs={"items": [[t, d, v] for (t, d), v in latest.items()]},
+    job_enqueue(
+        name=EMBED_DOCUMENTS, kwargs={"items": [[t, d, v] for (t, d), v in latest.items()]},
         # Celery would build these with its safe repr, a large share of a publish's CPU.
         argsrepr="()", kwargsrepr=f"{{{len(latest)} documents}}",
-    )  # type: ignore[call-arg]  # celery-types lacks the argsrepr and kwargsrepr options
+    )
 
 
 embedding_publisher = Publisher(_send_embedding_tasks, linger=0.02, batch=100)
@@ -105,9 +105,7 @@ embedding_publisher = Publisher(_send_embedding_tasks, linger=0.02, batch=100)
 
 def embedding_enqueue(*, tenant_id: int, document_id: int, version: int) -> None:
     """Ask for the embedding of a committed document version (called on commit)."""
-    from memoryhub.celery import app
-
-    if app.conf.task_always_eager:
+    if jobs_run_inline():
         _send_embedding_tasks([(tenant_id, document_id, version)])
     else:
         embedding_publisher.submit((tenant_id, document_id, version))

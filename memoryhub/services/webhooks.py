@@ -48,6 +48,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
+from memoryhub.infra.jobs import DELIVER_WEBHOOK, job_enqueue
 from memoryhub.models import (
     DeliveryStatus,
     EventType,
@@ -217,12 +218,9 @@ def deliveries_enqueue(*, tenant_id: int, delivery_ids: list[int]) -> None:
 
 
 def _enqueue(*, tenant_id: int, delivery_id: int, countdown: float = 0) -> None:
-    from memoryhub.tasks import deliver_webhook  # tasks import this module
-
     try:
-        deliver_webhook.apply_async(
-            kwargs={"tenant_id": tenant_id, "delivery_id": delivery_id}, countdown=countdown
-        )
+        job_enqueue(name=DELIVER_WEBHOOK, countdown=countdown,
+                    kwargs={"tenant_id": tenant_id, "delivery_id": delivery_id})
     except Exception:
         logger.exception("could not enqueue webhook delivery %s; the sweep will", delivery_id)
 

@@ -1,12 +1,9 @@
 """Embedding providers: turn texts into L2-normalised vectors for recall.
 
-Contract shared by every provider:
-- `embed(texts)` returns one vector of `dimension` floats per text, in input order.
-- Vectors have unit L2 norm, so cosine similarity is a plain dot product.
-- An empty or whitespace-only text gets the zero vector (there is nothing to embed, and
-  remote APIs reject empty input). Its cosine with anything is undefined (pgvector returns
-  NaN), so callers should not store it as an embedding.
-- Failures raise `EmbeddingError` with a message that says what to fix.
+The package is the registry: `get_provider()` builds the provider that
+`settings.MEMORYHUB_EMBEDDINGS` names. The contract every provider keeps, `EmbeddingError`
+and the vector helpers live in `memoryhub.infra.embeddings.base`, which the providers
+import (not this package, which imports them); they are re-exported here for callers.
 
 This package never imports Django at module level: `get_provider()` reads
 `settings.MEMORYHUB_EMBEDDINGS` lazily, so the providers can be used and tested without
@@ -17,10 +14,19 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any
 
-import numpy as np
+from memoryhub.infra.embeddings.base import (
+    DEFAULT_DIMENSION,
+    EmbeddingError,
+    EmbeddingProvider,
+    is_blank,
+    l2_normalise,
+)
+from memoryhub.infra.embeddings.hashing import HashingProvider
+from memoryhub.infra.embeddings.local import LocalOnnxProvider
+from memoryhub.infra.embeddings.openai import OpenAICompatibleProvider
 
 __all__ = [
     "DEFAULT_DIMENSION",
@@ -32,48 +38,14 @@ __all__ = [
     "provider_from_config",
 ]
 
-DEFAULT_DIMENSION = 384
-
-
-class EmbeddingError(RuntimeError):
-    """Texts could not be embedded; the message names the cause and, where known, the fix."""
-
-
-@runtime_checkable
-class EmbeddingProvider(Protocol):
-    """Anything that turns texts into L2-normalised vectors of a fixed dimension."""
-
-    name: str
-    dimension: int
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Return one unit vector per text, in order (the zero vector for a blank text)."""
-        ...
-
-
-def l2_normalise(vectors: np.ndarray) -> np.ndarray:
-    """Scale each row to unit length; all-zero rows stay zero instead of becoming NaN."""
-    matrix = np.asarray(vectors, dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-
-
-def is_blank(text: str) -> bool:
-    """True for texts that get the zero vector by contract."""
-    return not text.strip()
-
 
 def provider_from_config(config: Mapping[str, Any]) -> EmbeddingProvider:
     """Build a provider from a `MEMORYHUB_EMBEDDINGS`-shaped mapping (no caching)."""
     kind = config.get("provider", "hashing")
     dimension = int(config.get("dimension", DEFAULT_DIMENSION))
     if kind == "hashing":
-        from memoryhub.infra.embeddings.hashing import HashingProvider
-
         return HashingProvider(dimension=dimension)
     if kind == "local":
-        from memoryhub.infra.embeddings.local import LocalOnnxProvider
-
         return LocalOnnxProvider(
             model_path=config.get("model_path"),
             dimension=dimension,
@@ -88,8 +60,6 @@ def provider_from_config(config: Mapping[str, Any]) -> EmbeddingProvider:
 
 
 def _openai_from_config(config: Mapping[str, Any], dimension: int) -> EmbeddingProvider:
-    from memoryhub.infra.embeddings.openai import OpenAICompatibleProvider
-
     for key in ("url", "model"):
         if not config.get(key):
             raise EmbeddingError(

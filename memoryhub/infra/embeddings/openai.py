@@ -17,7 +17,12 @@ from typing import Any
 import httpx
 import numpy as np
 
-from memoryhub.infra.embeddings import DEFAULT_DIMENSION, EmbeddingError, is_blank, l2_normalise
+from memoryhub.infra.embeddings.base import (
+    DEFAULT_DIMENSION,
+    EmbeddingError,
+    is_blank,
+    l2_normalise,
+)
 
 _RETRYABLE_STATUS = frozenset({408, 429})
 # A server asking us to wait longer than this is effectively down for a worker's purposes.
