@@ -421,7 +421,7 @@ def check_exactness(base: str, sample: list[Query], layout: Plan) -> tuple[int, 
             end_user = EndUser.objects.get(user_id=query.user_id)
             session, profile = query.body["session_id"], query.body["profile"]
             hits = recall_search(
-                visibility=Visibility(tenant_id, end_user.pk, session, profile),
+                visibility=Visibility(end_user.pk, session, profile),
                 query_vector=vector, provider=key, terms=[], limit=10, threshold=None,
                 ranking=ranking, now=now,
             )
