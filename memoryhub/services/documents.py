@@ -279,7 +279,7 @@ def _create(
         content=content, bytes=size, version=1, updated_by=actor, description=description or "",
         confidence=1.0 if confidence is None else confidence,
     )
-    document_insert(document)
+    document_insert(document=document)
     document_indexed(document=document, created=True)
     changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="created",
                   path=path, scope=location[0], scope_key=location[1])
@@ -302,7 +302,7 @@ def _update(
     if confidence is not None:
         document.confidence = confidence
         fields.append("confidence")
-    document_update(document, fields)
+    document_update(document=document, fields=fields)
     document_indexed(document=document)
     changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="updated",
                   path=document.path, scope=document.scope, scope_key=document.scope_key)

@@ -203,7 +203,7 @@ _INSERT = (
 )
 
 
-def document_insert(document: MemoryDocument) -> None:
+def document_insert(*, document: MemoryDocument) -> None:
     """``save()`` of a new document of the current tenant (no signals listen): every create
     runs it, and the ORM's compilation cost more than the statement."""
     if document.tenant_id != tenant_id():
@@ -223,7 +223,7 @@ def _update_sql(fields: tuple[str, ...]) -> str:
     return f'UPDATE {_TABLE} SET {columns} WHERE {tenant_is()} AND "id" = %s'
 
 
-def document_update(document: MemoryDocument, fields: Sequence[str]) -> None:
+def document_update(*, document: MemoryDocument, fields: Sequence[str]) -> None:
     """``save(update_fields=fields)`` of a document of the current tenant: every edit runs
     it, and the ORM's compilation cost more than the statement (the caller has set
     ``updated_at``)."""

@@ -2,9 +2,9 @@
 
 The functions are found by introspection (every public module of ``memoryhub.store``, every
 public function defined there), so a function added later is checked without anyone
-remembering to list it. Each is called with dummy arguments built from its signature, once
-with the required arguments only and once with every optional one given too (flags turned
-on), with no tenant set and the database out of reach: it must raise ``TenantNotSet``, and
+remembering to list it. Each is called with dummy arguments built from its signature (the
+required ones only; all of them, flags turned on; all of them, ``None`` where allowed), with
+no tenant set and the database out of reach: it must raise ``TenantNotSet``, and
 pytest-django's blocker (plus an execute wrapper) turns any database access into a different
 error. A function that reads no tenant's rows says so by name (``cross_tenant``) and must be
 listed here.
@@ -18,6 +18,7 @@ import inspect
 import pkgutil
 import types
 import typing
+from collections import abc
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -51,48 +52,43 @@ def qualified(function: Callable[..., Any]) -> str:
     return f"{function.__module__}.{function.__qualname__}"
 
 
-def dummy(annotation: Any) -> Any:
-    """A plausible value of the annotated type; a mock for anything unforeseen."""
+def dummy(annotation: Any, *, none: bool = False) -> Any:
+    """A plausible value of the annotated type (``None`` for an optional one if ``none``); a
+    mock for anything unforeseen."""
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
         options = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if none and len(options) < len(typing.get_args(annotation)):
+            return None
         return dummy(options[0]) if options else None
     if origin is not None:
-        if origin in (list, tuple) or (isinstance(origin, type) and issubclass(origin, (
-                typing.Sequence, typing.Collection))):  # type: ignore[arg-type]
-            args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
-            return [dummy(args[0])] if args else []
-        if origin is dict or (isinstance(origin, type) and issubclass(origin, typing.Mapping)):
+        if isinstance(origin, type) and issubclass(origin, abc.Mapping):
             return {}
+        if isinstance(origin, type) and issubclass(origin, abc.Collection):
+            args = [arg for arg in typing.get_args(annotation) if arg is not Ellipsis]
+            return [dummy(args[0])] if args else []
         return mock.MagicMock()
-    if annotation is bool:
-        return True
-    if annotation is int:
-        return 1
-    if annotation is float:
-        return 0.5
-    if annotation is str:
-        return "x"
-    if annotation is datetime:
-        return datetime(2026, 1, 1, tzinfo=UTC)
+    simple = {bool: True, int: 1, float: 0.5, str: "x", datetime: datetime(2026, 1, 1, tzinfo=UTC)}
+    if annotation in simple:
+        return simple[annotation]
     if isinstance(annotation, type) and issubclass(annotation, Model):
         instance = annotation(pk=1)
-        for field in annotation._meta.concrete_fields:
-            if field.attname == "tenant_id":
-                setattr(instance, "tenant_id", 1)
+        if hasattr(instance, "tenant_id"):
+            instance.tenant_id = 1  # type: ignore[attr-defined]
         return instance
-    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         hints = typing.get_type_hints(annotation)
-        return annotation(**{f.name: dummy(hints[f.name]) for f in dataclasses.fields(annotation)
-                             if f.init})
+        return annotation(**{field.name: dummy(hints[field.name])
+                             for field in dataclasses.fields(annotation) if field.init})
     return mock.MagicMock()
 
 
 def calls(function: Callable[..., Any]) -> list[tuple[list[Any], dict[str, Any]]]:
-    """(args, kwargs) with the required parameters only, and with every parameter."""
+    """(args, kwargs): the required parameters only; every parameter; every parameter with
+    ``None`` where the type allows it (each branch must ask for the tenant first)."""
     hints = typing.get_type_hints(function)
     variants = []
-    for everything in (False, True):
+    for everything, none in ((False, False), (True, False), (True, True)):
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
         for name, parameter in inspect.signature(function).parameters.items():
@@ -100,7 +96,7 @@ def calls(function: Callable[..., Any]) -> list[tuple[list[Any], dict[str, Any]]
                 continue
             if parameter.default is not parameter.empty and not everything:
                 continue
-            value = dummy(hints.get(name, Any))
+            value = dummy(hints.get(name, Any), none=none)
             if parameter.kind is parameter.POSITIONAL_ONLY:
                 args.append(value)
             else:
