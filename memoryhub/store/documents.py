@@ -217,9 +217,12 @@ def document_insert(*, document: MemoryDocument) -> None:
     document._state.adding, document._state.db = False, connection.alias
 
 
+_COLUMN_OF = {field.name: field.column for field in MemoryDocument._meta.concrete_fields}
+
+
 @cache
 def _update_sql(fields: tuple[str, ...]) -> str:
-    columns = ", ".join(f'"{MemoryDocument._meta.get_field(name).column}" = %s' for name in fields)
+    columns = ", ".join(f'"{_COLUMN_OF[name]}" = %s' for name in fields)
     return f'UPDATE {_TABLE} SET {columns} WHERE {tenant_is()} AND "id" = %s'
 
 

@@ -9,6 +9,7 @@ Hand-written: a write re-indexes its document every time, and the ORM's compilat
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import connection
 from django.utils import timezone
@@ -69,7 +70,7 @@ _STORE_VECTORS = f"""
 """
 
 
-def _copied(document: MemoryDocument) -> dict[str, object]:
+def _copied(document: MemoryDocument) -> dict[str, Any]:
     """What every passage copies from its document (recall filters on these with no join),
     and the current tenant."""
     return {"tenant": tenant_id(), "document": document.pk,

@@ -70,6 +70,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
+from typing import Any
 
 from django.db import connection
 
@@ -237,7 +238,7 @@ def recall_search(
 ) -> list[RecallHit]:
     """Rank the visible documents for a query (module docstring); ``threshold`` None keeps all."""
     tenant = tenant_id()
-    params: dict[str, object] = {
+    params: dict[str, Any] = {
         "tenant": tenant, "end_user": visibility.end_user_id,
         "session": visibility.session_id, "profile": visibility.profile,
         "provider": provider, "lexical_weight": ranking.lexical_weight,
