@@ -7,6 +7,20 @@ lives here, one module per table or concern, and nowhere else: services and sele
 these functions or the ORM, never ``django.db.connection`` (ruff's banned-api, TID251, holds
 them to it; pyproject.toml names the few modules allowed a connection).
 
+Where each statement lives:
+
+- ``api_keys``: the key of every request, with its tenant and the person the URL names.
+- ``end_users``, ``profiles``: the person of every memory call; a profile's switch.
+- ``documents``: the documents reads of the memory tool, the documents API and the index,
+  and the insert and update every write runs.
+- ``passages``: recall's passages kept in step with their document; their vectors.
+- ``events``: the event feed's insert, under the tenant's feed lock, with its deliveries.
+- ``write_tallies``: the counts behind ``max_writes_per_turn``.
+- ``recall``: recall's one ranking statement.
+- ``health``: the readiness check's ``SELECT 1``.
+- ``_tenancy`` (the current tenant, the predicate) and ``_rows`` (model instances from rows,
+  compact statement text) are the helpers.
+
 The rules every module here keeps:
 
 - The tenant comes from :func:`memoryhub.store._tenancy.tenant_id`, the current tenant
