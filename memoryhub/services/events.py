@@ -18,6 +18,7 @@ from django.utils import timezone
 from memoryhub.models import EventType, MemoryEvent, Scope
 from memoryhub.services.webhooks import deliveries_enqueue
 from memoryhub.store.events import event_insert
+from tenants.context import current_tenant_id
 
 
 def event_record(
@@ -25,7 +26,9 @@ def event_record(
 ) -> MemoryEvent:
     """Append to the feed and queue the webhook deliveries, in the caller's transaction.
 
-    ``tenant_id`` is the current tenant's (the store takes it from the tenant context)."""
+    ``tenant_id`` must be the current tenant's: the store writes for the tenant context."""
+    if tenant_id != current_tenant_id():
+        raise RuntimeError("event_record: tenant_id is not the current tenant")
     event, delivery_ids = event_insert(type=type, user_id=user_id, actor=actor, data=data,
                                        now=timezone.now())
     deliveries_enqueue(tenant_id=tenant_id, delivery_ids=delivery_ids)
