@@ -14,15 +14,14 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
-from django.db import connection
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from memoryhub.infra.db import model_columns, model_from_row
 from memoryhub.models import EndUser
-from tenants.context import current_tenant_id, tenant_context
-from tenants.models import ApiKey, Tenant
+from memoryhub.store.api_keys import api_key_find
+from tenants.context import tenant_context
+from tenants.models import ApiKey
 from tenants.services import ParsedKey, api_key_parse, hash_secret
 
 # last_used_at is refreshed at most this often, so reads do not all turn into writes.
@@ -43,59 +42,6 @@ class ApiPrincipal:
     @property
     def actor_label(self) -> str:
         return f"api-key:{self.lookup_id}"
-
-
-# The key and its tenant in one statement (views need the tenant's limits on every request),
-# and the end user the URL names, if any: most requests read that person next, and a request
-# that writes takes the person's write lock first (memoryhub.services.documents), here in the
-# same statement. (A locking clause may not touch the nullable side of an outer join, so the
-# person comes from a LATERAL subquery that locks.)
-# Hand-written: it runs on every request, and the ORM took longer to compile it than to run it.
-def _key_query(person_join: str = "") -> str:
-    """The key, its tenant and, with ``person_join`` (a join that names the person ``u``), the
-    person's columns; ``%s`` parameters: the person's user id if joined, tenant, lookup id."""
-    person = f", {model_columns(EndUser, 'u')}" if person_join else ""
-    return (
-        f"SELECT {model_columns(ApiKey, 'k')}, {model_columns(Tenant, 't')}{person} "  # noqa: S608 - no input
-        f'FROM {ApiKey._meta.db_table} k JOIN {Tenant._meta.db_table} t ON t."id" = k."tenant_id" '
-        f'{person_join}WHERE k."tenant_id" = %s AND k."lookup_id" = %s'
-    )
-
-
-_KEY_AND_TENANT = _key_query()
-_KEY_TENANT_AND_PERSON = _key_query(
-    f'LEFT JOIN {EndUser._meta.db_table} u ON u."tenant_id" = k."tenant_id" AND u."user_id" = %s '
-)
-_KEY_TENANT_AND_LOCKED_PERSON = _key_query(
-    f"LEFT JOIN LATERAL (SELECT {model_columns(EndUser, 'person')} "  # noqa: S608 - no input
-    f"FROM {EndUser._meta.db_table} person "
-    'WHERE person."tenant_id" = k."tenant_id" AND person."user_id" = %s '
-    "FOR NO KEY UPDATE) u ON true "
-)
-_KEY_COLUMNS = len(ApiKey._meta.concrete_fields)
-_TENANT_END = _KEY_COLUMNS + len(Tenant._meta.concrete_fields)
-
-
-def _key_find(
-    lookup_id: str, user_id: str | None, *, lock_person: bool = False
-) -> tuple[ApiKey | None, EndUser | None]:
-    """The current tenant's key with that lookup id, its ``tenant`` loaded, and the tenant's
-    end user ``user_id`` when given and known (holding the person's write lock if
-    ``lock_person``); (None, None) for an unknown key."""
-    with connection.cursor() as cursor:
-        if user_id is None:
-            cursor.execute(_KEY_AND_TENANT, [current_tenant_id(), lookup_id])
-        else:
-            sql = _KEY_TENANT_AND_LOCKED_PERSON if lock_person else _KEY_TENANT_AND_PERSON
-            cursor.execute(sql, [user_id, current_tenant_id(), lookup_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None, None
-    key = model_from_row(ApiKey, row[:_KEY_COLUMNS])
-    ApiKey._meta.get_field("tenant").set_cached_value(
-        key, model_from_row(Tenant, row[_KEY_COLUMNS:_TENANT_END]))
-    person = row[_TENANT_END:]
-    return key, (model_from_row(EndUser, person) if person and person[0] is not None else None)
 
 
 def _bearer_key(request: Request) -> str | None:
@@ -144,7 +90,7 @@ def key_authenticate(
     given (with the person's write lock if ``lock_person``: the caller is about to write
     them). ``AuthenticationFailed`` for an unknown or revoked key."""
     with tenant_context(parsed.tenant_id):
-        key, end_user = _key_find(parsed.lookup_id, user_id, lock_person=lock_person)
+        key, end_user = api_key_find(parsed.lookup_id, user_id, lock_person=lock_person)
         if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(parsed.secret)):
             raise exceptions.AuthenticationFailed("Unknown API key.")
         if key.revoked_at is not None:

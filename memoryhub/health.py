@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+
+from memoryhub.store.health import database_ping
 
 
 @require_GET
@@ -16,8 +17,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 def _database_ok() -> str | None:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
+        database_ping()
         return None
     except Exception as exc:  # any failure means "not ready"
         return f"database: {exc.__class__.__name__}"

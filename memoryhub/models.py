@@ -13,6 +13,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import HalfVectorField
 
+from memoryhub.infra.embeddings.base import PROVIDER_KEY_MAX
 from tenants.managers import TenantOwned
 from tenants.rls import TenantRowLevelSecurity
 
@@ -132,7 +133,7 @@ class Passage(TenantOwned):
     text = models.TextField()
     search = SearchVectorField(null=True)
     embedding = HalfVectorField(dimensions=EMBEDDING_DIMENSION, null=True)
-    embedding_provider = models.CharField(max_length=64, blank=True, default="")
+    embedding_provider = models.CharField(max_length=PROVIDER_KEY_MAX, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta(TenantOwned.Meta):

@@ -24,9 +24,8 @@ from celery import shared_task
 from django.utils import timezone
 
 from memoryhub.infra.embeddings import EmbeddingError
-from memoryhub.services.limits import write_tallies_purge
 from memoryhub.services.passages import document_embed, documents_awaiting_vectors
-from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch
+from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch, write_tallies_purge
 from memoryhub.services.webhooks import deliveries_due, webhook_deliver
 from tenants.context import tenant_context
 from tenants.models import Tenant

@@ -1,25 +1,24 @@
-"""Database helpers: the two connections and grants after migrate, and loading model
-instances from hand-written SQL on the hottest paths."""
+"""Database helpers: the two connections and grants after migrate, and psycopg's adapters
+(vectors sent in binary, timestamps parsed in C).
+
+Hand-written statements, and loading model instances from their rows, live in
+``memoryhub.store``."""
 
 from __future__ import annotations
 
 import datetime as dt
-import re
 import struct
 from collections.abc import Sequence
-from functools import cache
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Model
 from psycopg.abc import Loader
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
-M = TypeVar("M", bound=Model)
 TIMESTAMPTZ_OID = psycopg.adapters.types["timestamptz"].oid
 
 # The owner role's connection: only ``migrate`` uses it (see memoryhub/infra/embedded_db.py). The
@@ -48,39 +47,6 @@ def grant_app_role(using: str, *, truncate: bool = False) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"GRANT {privileges} ON ALL TABLES IN SCHEMA public TO {quoted}")
         cursor.execute(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {quoted}")
-
-
-# --- whole rows read with hand-written SQL -------------------------------------------------
-# The hottest queries (the API key of every request, the end user of every memory call) cost
-# several times more to compile with the ORM than to run, so they are written in SQL. Such SQL
-# must filter on ``tenant_id = current_tenant_id()`` itself, like the fail-closed managers do.
-
-
-def model_columns(model: type[Model], table_alias: str) -> str:
-    """Every column of ``model``, qualified with ``table_alias``, in :func:`model_from_row`'s order."""
-    return ", ".join(f'{table_alias}."{field.column}"' for field in model._meta.concrete_fields)
-
-
-@cache
-def _row_loaders(model: type[Model]) -> tuple[list[str], list[tuple[int, Any]]]:
-    fields = model._meta.concrete_fields
-    converters = [
-        (index, converter)
-        for index, field in enumerate(fields)
-        # django-stubs lacks Field.get_db_converters (Django defines it on Field).
-        for converter in field.get_db_converters(connections[DEFAULT_DB_ALIAS])  # type: ignore[attr-defined]
-    ]
-    return [field.attname for field in fields], converters
-
-
-def model_from_row(model: type[M], values: Sequence[Any]) -> M:
-    """An instance of ``model`` from the values of :func:`model_columns`, as the ORM loads it."""
-    attnames, converters = _row_loaders(model)
-    row = list(values)
-    connection = connections[DEFAULT_DB_ALIAS]
-    for index, converter in converters:
-        row[index] = converter(row[index], None, connection)
-    return model.from_db(DEFAULT_DB_ALIAS, attnames, row)
 
 
 class HalfVec:
@@ -160,12 +126,3 @@ def _register_timestamptz_loader() -> None:
 def halfvec_literal(vector: Sequence[float]) -> str:
     """A vector as pgvector's text form, for a ``%s::halfvec`` parameter."""
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
-
-
-_SQL_COMMENT = re.compile(r"--[^\n]*")
-
-
-def compact_sql(sql: str) -> str:
-    """``sql`` without ``--`` comments and runs of whitespace, for statements written readably
-    in the source. Only for SQL whose string literals hold neither."""
-    return " ".join(_SQL_COMMENT.sub("", sql).split())

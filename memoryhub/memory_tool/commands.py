@@ -34,12 +34,10 @@ from memoryhub.identifiers import (
     is_profile_name,
     is_session_id,
 )
+from memoryhub.memory_tool.edits import apply_append, apply_insert, apply_str_replace
 from memoryhub.memory_tool.texts import (
     already_exists,
     append_ok,
-    apply_append,
-    apply_insert,
-    apply_str_replace,
     check_view_range,
     create_ok,
     directory_entries,

@@ -17,8 +17,9 @@ How the reference surfaces outcomes, and so what ``{"content", "is_error"}`` mus
   Any other exception (a type error on a malformed argument, ``NotADirectoryError``...) is
   sent as ``repr(exc)`` cut to 4096 characters; we never imitate those and answer with this
   service's own ``Error: ...`` texts instead.
-- Here: functions named after an outcome return its text; ``apply_*`` helpers return the new
-  content and the success text, or raise ``ToolError`` whose ``message`` is the error text.
+- Here: functions named after an outcome return its text; the ``apply_*`` edits
+  (``memoryhub.memory_tool.edits``) return the new content and the success text, or raise
+  ``ToolError`` whose ``message`` is the error text.
 
 Reference behaviour -> function here:
 
@@ -37,10 +38,10 @@ Reference behaviour -> function here:
   ``not_a_file``; a file vanishing mid-read -> ``vanished``.
 - create: ``File created successfully at: <p>`` -> ``create_ok``; ``File <p> already exists``
   (also for an existing directory, and for ``/memories`` itself) -> ``already_exists``.
-- str_replace: no match, several matches, success snippet -> ``apply_str_replace`` (texts:
+- str_replace: no match, several matches, success snippet -> ``edits.apply_str_replace`` (texts:
   ``str_replace_no_match``, ``str_replace_multiple``, ``str_replace_ok``).
 - insert: ``Invalid `insert_line` parameter ...``, ``The file <p> has been edited.`` ->
-  ``apply_insert`` (``insert_invalid_line``, ``insert_ok``).
+  ``edits.apply_insert`` (``insert_invalid_line``, ``insert_ok``).
 - delete: ``Cannot delete the /memories directory itself``, ``The path <p> does not exist``
   (no "Please provide..." here), ``Successfully deleted <p>`` (file and directory alike) ->
   ``delete_root``, ``delete_does_not_exist``, ``delete_ok``.
@@ -51,7 +52,7 @@ Reference behaviour -> function here:
 - The reference's ``Path must start with /memories, got: ...`` and ``... would escape
   /memories directory`` have no equivalent: this service accepts ``/notes/a.md`` and refuses
   bad paths with ``memoryhub.paths.invalid_path_message``.
-- Not in the reference: ``append`` -> ``apply_append`` / ``append_ok``.
+- Not in the reference: ``append`` -> ``edits.apply_append`` / ``append_ok``.
 
 Every ``path`` argument below is the path *as the caller wrote it*, because the reference
 echoes ``command.path`` verbatim (``/memories/`` stays ``/memories/``).
@@ -77,9 +78,6 @@ __all__ = [
     "ToolError",
     "already_exists",
     "append_ok",
-    "apply_append",
-    "apply_insert",
-    "apply_str_replace",
     "check_view_range",
     "create_ok",
     "delete_does_not_exist",
@@ -93,6 +91,7 @@ __all__ = [
     "insert_invalid_line",
     "insert_ok",
     "not_a_file",
+    "number_lines",
     "rename_destination_exists",
     "rename_does_not_exist",
     "rename_ok",
@@ -260,7 +259,7 @@ def view_range_invalid(view_range: object) -> str:
 # --- file views ----------------------------------------------------------------------------
 
 
-def _number_lines(lines: Sequence[str], first_number: int) -> list[str]:
+def number_lines(lines: Sequence[str], first_number: int) -> list[str]:
     """The reference's ``<number right-aligned in 6>\\t<line>`` rows."""
     return [
         f"{str(index + first_number).rjust(LINE_NUMBER_WIDTH)}\t{line}"
@@ -314,7 +313,7 @@ def file_view(path: str, content: str, view_range: Sequence[int] | None = None) 
         end_index = len(lines) if view_range[1] == -1 else view_range[1]
         shown = lines[start_index:end_index]
         first_number = start_index + 1
-    return _file_header(path) + "\n".join(_number_lines(shown, first_number))
+    return _file_header(path) + "\n".join(number_lines(shown, first_number))
 
 
 def truncate_view(path: str, content: str, limit: int = VIEW_CHAR_LIMIT) -> str:
@@ -346,7 +345,7 @@ def truncate_view(path: str, content: str, limit: int = VIEW_CHAR_LIMIT) -> str:
         f"... (file truncated at line {shown} of {total}; "
         f'call view with "view_range": [{shown + 1}, {total}] to read more)'
     )
-    return _file_header(path) + "\n".join([*_number_lines(lines[:shown], 1), notice])
+    return _file_header(path) + "\n".join([*number_lines(lines[:shown], 1), notice])
 
 
 # --- directory views -----------------------------------------------------------------------
@@ -414,83 +413,3 @@ def directory_view(path: str, entries: Iterable[DirEntry], size: int = DIRECTORY
         suffix = "/" if entry.is_dir else ""
         lines.append(f"{format_size(entry.size)}\t{prefix}/{entry.relative_path}{suffix}")
     return f"{header}\n" + "\n".join(lines)
-
-
-# --- edits ---------------------------------------------------------------------------------
-
-
-def _match_lines(content: str, old_str: str) -> list[int]:
-    """1-based line of every match, overlapping ones included (the reference advances by 1)."""
-    line_numbers: list[int] = []
-    start = 0
-    while (position := content.find(old_str, start)) != -1:
-        line_numbers.append(content[:position].count("\n") + 1)
-        start = position + 1
-    return line_numbers
-
-
-def _snippet(new_content: str, changed_line_index: int) -> str:
-    """Five lines of the new content around the first changed line (2 before, 2 after).
-
-    The window starts from the line where ``old_str`` *began*, whatever ``new_str``'s length.
-    """
-    new_lines = new_content.split("\n")
-    first = max(0, changed_line_index - 2)
-    last = min(len(new_lines), changed_line_index + 3)
-    return "\n".join(_number_lines(new_lines[first:last], first + 1))
-
-
-def apply_str_replace(content: str, old_str: str, new_str: str, path: str) -> tuple[str, str]:
-    """Replace the single occurrence of ``old_str``; return ``(new content, success text)``.
-
-    Uniqueness is ``str.count`` (non-overlapping), as in the reference: ``"aa"`` in ``"aaa"``
-    counts once and is replaced, although the multiple-match message would list overlapping
-    positions. An empty ``old_str`` matches everywhere (so fails as multiple), except in
-    empty content where it matches once and the content becomes ``new_str``.
-    """
-    count = content.count(old_str)
-    if count == 0:
-        raise ToolError(str_replace_no_match(old_str, path))
-    if count > 1:
-        raise ToolError(str_replace_multiple(old_str, _match_lines(content, old_str)))
-    changed_line_index = content[: content.find(old_str)].count("\n")
-    new_content = content.replace(old_str, new_str)
-    return new_content, str_replace_ok(_snippet(new_content, changed_line_index))
-
-
-def _lines_for_insert(content: str) -> list[str]:
-    """Split on LF only (CR kept), dropping the empty tail a final newline leaves.
-
-    Unlike a view, ``"a\\n"`` is one line here, so insert_line ranges over [0, 1].
-    """
-    lines = content.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def apply_insert(content: str, insert_line: int, insert_text: str, path: str) -> tuple[str, str]:
-    """Insert ``insert_text`` after line ``insert_line`` (0 = at the top), like the reference.
-
-    The text loses its trailing newlines and becomes one or more whole lines; the result is
-    joined with ``\\n`` and always ends with a newline (even if the original did not).
-    """
-    lines = _lines_for_insert(content)
-    if insert_line < 0 or insert_line > len(lines):
-        raise ToolError(insert_invalid_line(insert_line, len(lines)))
-    lines.insert(insert_line, insert_text.rstrip("\n"))
-    new_content = "\n".join(lines)
-    if not new_content.endswith("\n"):
-        new_content += "\n"
-    return new_content, insert_ok(path)
-
-
-def apply_append(content: str, text: str) -> str:
-    """Add ``text`` at the end (this service's ``append``; the reference has none).
-
-    A ``"\\n"`` goes between when the content is non-empty and does not already end with one,
-    so appended text always starts on its own line; nothing else is added or removed (the
-    text's own trailing newline, or its absence, is kept as given).
-    """
-    separator = "\n" if content and not content.endswith("\n") else ""
-    return content + separator + text

@@ -21,25 +21,31 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from django.db import connection
 from django.db.models import Q, QuerySet
-from django.db.models.expressions import RawSQL
 
-from memoryhub.infra.db import model_columns, model_from_row
-from memoryhub.models import EndUser, MemoryDocument, Passage, Profile, Scope
+from memoryhub.models import EndUser, MemoryDocument, Scope
 from memoryhub.paths import ROOT
-from tenants.context import current_tenant_id
+from memoryhub.store.documents import (
+    SNAPSHOT_ORDER,
+    document_find,
+    documents_at,
+    index_rows,
+    location_bytes,
+    path_view_rows,
+    paths_near_and_bytes,
+)
+from memoryhub.store.documents import (
+    Location as Location,  # re-exported: the lookup order's type, for services and the tool
+)
+from memoryhub.store.end_users import end_user_find
+from memoryhub.store.profiles import profile_disabled
 from tenants.models import Tenant
 
-Location = tuple[str, str]  # (scope, scope_key); scope_key is "" for global
 GLOBAL: Location = (Scope.GLOBAL, "")
 
-# The hot reads (every memory call, every documents GET) are hand-written SQL: the ORM took
-# several times longer to compile them than PostgreSQL took to run them. Each one filters on
-# the current tenant itself, like the fail-closed managers.
-_TABLE = MemoryDocument._meta.db_table
-_COLUMNS = model_columns(MemoryDocument, _TABLE)
-_COLUMN_COUNT = len(MemoryDocument._meta.concrete_fields)
+# The hot reads (every memory call, every documents GET) are hand-written SQL in
+# memoryhub.store.documents: the ORM took several times longer to compile them than
+# PostgreSQL took to run them. What they mean (which location wins, an unknown person) is here.
 
 INDEX_HEADER = (
     "<memory_index>\n"
@@ -82,77 +88,12 @@ def _under(path: str, *, or_at: bool = False) -> Q:
     return below | Q(path=path) if or_at else below
 
 
-def _where_sql(
-    end_user: EndUser, locations: Sequence[Location], path: str | None = None,
-    under: str | None = None, among: Sequence[str] = (),
-) -> tuple[str, list[Any]]:
-    """The WHERE of the hand-written document queries below: the current tenant (like the
-    fail-closed manager), the person, any of ``locations``, and ``path`` itself, one of
-    ``among`` and/or the documents strictly below ``under`` (every document for the root)."""
-    pairs = ", ".join(["(%s, %s)"] * len(locations))
-    in_locations = f'({_TABLE}."scope", {_TABLE}."scope_key") IN ({pairs})' if locations else "FALSE"
-    sql = f'{_TABLE}."tenant_id" = %s AND {_TABLE}."end_user_id" = %s AND {in_locations}'
-    params: list[Any] = [current_tenant_id(), end_user.pk, *(v for loc in locations for v in loc)]
-    paths = []
-    if path is not None:
-        paths.append(f'{_TABLE}."path" = %s')
-        params.append(path)
-    if among:
-        paths.append(f'{_TABLE}."path" = ANY(%s)')
-        params.append(list(among))
-    if under is not None:
-        paths.append(f'starts_with({_TABLE}."path", %s)')
-        params.append("/" if under == ROOT else under + "/")
-    if paths:
-        sql += f" AND ({' OR '.join(paths)})"
-    return sql, params
-
-
-def _documents(sql: str, params: Sequence[Any]) -> list[MemoryDocument]:
-    """Whole documents from SQL that selects ``_COLUMNS`` first (more columns may follow,
-    returned as ``extra`` on each document)."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    documents = []
-    for row in rows:
-        document = model_from_row(MemoryDocument, row[:_COLUMN_COUNT])
-        document.extra = row[_COLUMN_COUNT:]  # type: ignore[attr-defined]
-        documents.append(document)
-    return documents
-
-
 # --- end users and switches ----------------------------------------------------------------
-
-
-# Every memory call reads its end user: hand-written SQL, a fraction of the ORM's CPU.
-_ENDUSER = (
-    f"SELECT {model_columns(EndUser, 'u')} FROM {EndUser._meta.db_table} u "  # noqa: S608 - no input
-    'WHERE u."tenant_id" = %s AND u."user_id" = %s'
-)
 
 
 def enduser_find(*, user_id: str, for_update: bool = False) -> EndUser | None:
     """The end user, or ``None``; ``for_update`` takes the person's write lock (see services)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_ENDUSER + (" FOR NO KEY UPDATE" if for_update else ""),
-                       [current_tenant_id(), user_id])
-        row = cursor.fetchone()
-    return model_from_row(EndUser, row) if row is not None else None
-
-
-# Asked by every memory call and recall that names a profile.
-_PROFILE_DISABLED = (
-    f"SELECT EXISTS (SELECT FROM {Profile._meta.db_table} "  # noqa: S608 - no input
-    'WHERE "tenant_id" = %s AND "name" = %s AND "disabled")'
-)
-
-
-def profile_disabled(profile: str) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(_PROFILE_DISABLED, [current_tenant_id(), profile])
-        disabled: bool = cursor.fetchone()[0]
-    return disabled
+    return end_user_find(user_id=user_id, for_update=for_update)
 
 
 def memory_disabled_reason(
@@ -182,9 +123,7 @@ def document_get(
     """One document by its canonical path (``memoryhub.paths.normalize_path``)."""
     if end_user is None:
         return None
-    where, params = _where_sql(end_user, [(scope, scope_key)], path=path)
-    found = _documents(f"SELECT {_COLUMNS} FROM {_TABLE} WHERE {where}", params)  # noqa: S608
-    return found[0] if found else None
+    return document_find(end_user=end_user, location=(scope, scope_key), path=path)
 
 
 def documents_visible(
@@ -201,24 +140,6 @@ def _rank(locations: Sequence[Location]) -> dict[Location, int]:
     return {location: index for index, location in enumerate(locations)}
 
 
-# The bytes of all documents in a row's own location, for max_scope_bytes: read in the same
-# statement as the row an edit locks, which saves the write a round trip.
-_SCOPE_BYTES = (
-    f"(SELECT COALESCE(SUM(other.bytes), 0) FROM {_TABLE} other "  # noqa: S608 - no input
-    f'WHERE other.tenant_id = {_TABLE}."tenant_id" AND other.end_user_id = {_TABLE}."end_user_id" '
-    f'AND other.scope = {_TABLE}."scope" AND other.scope_key = {_TABLE}."scope_key")'
-)
-
-
-# And the row's recall passages as they are before the edit, which re-indexes them next
-# (memoryhub.services.passages.document_indexed): [id, ordinal, text, has a vector, provider].
-_PASSAGES = (
-    "(SELECT json_agg(json_build_array(p.id, p.ordinal, p.text, p.embedding IS NOT NULL, "  # noqa: S608
-    f"p.embedding_provider)) FROM {Passage._meta.db_table} p "
-    f'WHERE p.tenant_id = {_TABLE}."tenant_id" AND p.document_id = {_TABLE}."id")'
-)
-
-
 def document_resolve(
     *, end_user: EndUser, locations: Sequence[Location], path: str, lock: bool = False
 ) -> MemoryDocument | None:
@@ -227,14 +148,7 @@ def document_resolve(
     ``lock`` locks the rows for an edit and sets, read in the same statement, ``scope_bytes``
     (the total size of the document's location) and ``indexed_passages`` (its passages).
     """
-    where, params = _where_sql(end_user, locations, path=path)
-    extra = f"{_SCOPE_BYTES}, {_PASSAGES}" if lock else "NULL, NULL"
-    sql = f"SELECT {_COLUMNS}, {extra} FROM {_TABLE} WHERE {where}"  # noqa: S608
-    found = _documents(sql + (" FOR UPDATE" if lock else ""), params)
-    if lock:
-        for document in found:
-            document.scope_bytes = document.extra[0]  # type: ignore[attr-defined]
-            document.indexed_passages = document.extra[1] or []  # type: ignore[attr-defined]
+    found = documents_at(end_user=end_user, locations=locations, path=path, lock=lock)
     rank = _rank(locations)
     return min(found, key=lambda d: rank[(d.scope, d.scope_key)]) if found else None
 
@@ -249,25 +163,8 @@ def paths_near(
     statement instead of two on every create."""
     if path == ROOT:
         return [], location_bytes(end_user=end_user, location=location)
-    near, params = _where_sql(end_user, [location], path=path, under=path, among=ancestors)
-    everything, everything_params = _where_sql(end_user, [location])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f'SELECT ARRAY(SELECT "path" FROM {_TABLE} WHERE {near} LIMIT %s), '  # noqa: S608
-            f'(SELECT COALESCE(SUM("bytes"), 0) FROM {_TABLE} WHERE {everything})',
-            [*params, limit, *everything_params],
-        )
-        found, used = cursor.fetchone()
-    return found, used
-
-
-def location_bytes(*, end_user: EndUser, location: Location) -> int:
-    """The total size of the person's documents in one location (``max_scope_bytes``)."""
-    where, params = _where_sql(end_user, [location])
-    with connection.cursor() as cursor:
-        cursor.execute(f'SELECT COALESCE(SUM("bytes"), 0) FROM {_TABLE} WHERE {where}', params)  # noqa: S608
-        total: int = cursor.fetchone()[0]
-    return total
+    return paths_near_and_bytes(end_user=end_user, location=location, path=path,
+                                ancestors=ancestors, limit=limit)
 
 
 def directory_location(
@@ -282,9 +179,6 @@ def directory_location(
         .distinct()
     )
     return next((location for location in locations if location in present), None)
-
-
-_CONTENT_IF_AT = f'CASE WHEN {_TABLE}."path" = %s THEN {_TABLE}."content" ELSE \'\' END'
 
 
 @dataclass(frozen=True)
@@ -305,15 +199,8 @@ def path_view(
     """
     if end_user is None:
         return PathView(content=None, documents=[]) if path == ROOT else None
-    where, params = _where_sql(end_user, locations, path=path, under=path)
-    with connection.cursor() as cursor:
-        # Only the viewed document's content travels; a listing needs paths and sizes.
-        cursor.execute(
-            f'SELECT "scope", "scope_key", "path", "bytes", {_CONTENT_IF_AT} '  # noqa: S608
-            f"FROM {_TABLE} WHERE {where}",
-            [path, *params],
-        )
-        rows = cursor.fetchall()
+    # Only the viewed document's content travels; a listing needs paths and sizes.
+    rows = path_view_rows(end_user=end_user, locations=locations, path=path)
     rank = _rank(locations)
     best: dict[str, tuple[int, int, str]] = {}
     for scope, scope_key, doc_path, size, body in rows:
@@ -347,27 +234,6 @@ def _index_fetch_limit(max_entries: int | None, max_tokens: int | None) -> int |
     return min(bounds) if bounds else None
 
 
-_INDEX_FIELDS = ("path", "scope", "bytes", "description", "updated_by", "updated_at", "total")
-
-
-def _index_rows(
-    end_user: EndUser, locations: Sequence[Location], limit: int | None
-) -> list[dict[str, Any]]:
-    """The visible documents, newest change first, each with the total of all visible rows
-    (a window count, computed before LIMIT)."""
-    where, params = _where_sql(end_user, locations)
-    sql = (
-        'SELECT "path", "scope", "bytes", "description", "updated_by", "updated_at", '  # noqa: S608
-        f'count(*) OVER () FROM {_TABLE} WHERE {where} ORDER BY "updated_at" DESC, "id" DESC'
-    )
-    if limit is not None:
-        sql += " LIMIT %s"
-        params.append(limit)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [dict(zip(_INDEX_FIELDS, row, strict=True)) for row in cursor.fetchall()]
-
-
 def index_build(
     *, tenant: Tenant, end_user: EndUser | None, session_id: str | None, profile: str | None
 ) -> dict[str, Any]:
@@ -381,8 +247,9 @@ def index_build(
         return {"enabled": False, "text": "", "entries": [], "omitted": 0}
     max_entries, max_tokens = tenant.max_index_entries, tenant.max_index_tokens
     limit = _index_fetch_limit(max_entries, max_tokens)
-    fetched = [] if end_user is None else _index_rows(
-        end_user, lookup_locations(session_id=session_id, profile=profile), limit
+    fetched = [] if end_user is None else index_rows(
+        end_user=end_user, locations=lookup_locations(session_id=session_id, profile=profile),
+        limit=limit,
     )
     total = fetched[0]["total"] if fetched else 0
     budget = max_tokens * CHARS_PER_TOKEN if max_tokens is not None else None
@@ -408,12 +275,6 @@ def index_build(
     return {"enabled": True, "text": text, "entries": entries, "omitted": omitted}
 
 
-_SNAPSHOT_ORDER = (
-    f'{_TABLE}."path" COLLATE "C"',
-    f"array_position(ARRAY['session', 'profile', 'global']::varchar[], {_TABLE}.\"scope\")",
-)
-
-
 def snapshot_build(
     *, tenant: Tenant, end_user: EndUser | None, session_id: str | None, profile: str | None
 ) -> str:
@@ -427,7 +288,7 @@ def snapshot_build(
     rows = (
         documents_visible(end_user=end_user, session_id=session_id, profile=profile)
         # Code-point order whatever the database's locale; for one path, lookup order.
-        .order_by(*(RawSQL(sql, []) for sql in _SNAPSHOT_ORDER))  # noqa: S611 - constant SQL
+        .order_by(*SNAPSHOT_ORDER)
         .values_list("path", "scope", "content")
     )
     return "".join(

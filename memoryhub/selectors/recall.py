@@ -15,23 +15,17 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
 from django.utils import timezone
 
-from memoryhub.infra.embeddings import get_provider
+from memoryhub.infra.embeddings import get_provider, provider_key
 from memoryhub.models import EndUser
 from memoryhub.selectors.documents import memory_enabled
-from memoryhub.services.passages import provider_key
-from memoryhub.store.recall import (
-    Ranking,
-    RecallHit,
-    Visibility,
-    query_terms,
-    recall_search,
-)
+from memoryhub.store.recall import Ranking, RecallHit, Visibility, recall_search
 from tenants.models import Tenant
 
 CONTEXT_HEADER = (
@@ -44,6 +38,19 @@ CONTEXT_FOOTER = "</memori_context>"
 _CONTEXT_TAG = re.compile(r"<(/?)(memori_context)", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
 
+_WORD = re.compile(r"\w+")
+# English function words: in a question ("what does she eat?") they match every memory.
+_STOPWORDS = frozenset(
+    """
+    a an the and or but if then so than that this these those there here of to in on at by
+    for with from into onto as about over under up down out off is am are was were be been
+    being do does did done have has had having it its i me my mine we us our you your he him
+    his she her hers they them their what which who whom whose when where why how not no
+    all any some can could will would shall should may might must just also very know tell
+    """.split()
+)
+_MIN_TERM_CHARS = 2
+
 
 @dataclass(frozen=True)
 class Recall:
@@ -54,6 +61,16 @@ class Recall:
 
 
 EMPTY = Recall(results=[], context="", embed_seconds=0.0, search_seconds=0.0)
+
+
+def query_terms(query: str, *, limit: int) -> list[str]:
+    """The query's words for lexical matching: casefolded, deduplicated, stop words dropped
+    unless nothing else is left, at most ``limit`` (``memoryhub.store.recall``)."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", query).casefold())
+    unique = list(dict.fromkeys(words))
+    long_enough = [w for w in unique if len(w) >= _MIN_TERM_CHARS] or unique
+    content = [w for w in long_enough if w not in _STOPWORDS] or long_enough
+    return content[:limit]
 
 
 def ranking_settings() -> Ranking:
@@ -100,7 +117,7 @@ def memory_recall(
     vector, provider, embed_seconds = query_embed(query)
     started = time.perf_counter()
     hits = recall_search(
-        visibility=Visibility(tenant.id, end_user.pk, session_id, profile),
+        visibility=Visibility(end_user.pk, session_id, profile),
         query_vector=vector, provider=provider,
         terms=query_terms(query, limit=ranking.max_query_terms), limit=limit,
         threshold=None if relaxed else threshold, ranking=ranking, now=now or timezone.now(),

@@ -7,7 +7,8 @@ Every write:
 - refuses content that is not text (a ``str`` that encodes to UTF-8, so no unpaired
   surrogate, and no NUL), a description that is not one line of at most 200 characters, and
   anything shaped like a credential (content, description or path: ``memoryhub.credentials``);
-- checks the tenant's limits (``memoryhub.services.limits``);
+- checks the tenant's limits (``memoryhub.services.limits``), and records the
+  ``memory.pressure`` event of a write the scope limit refuses;
 - bumps ``version`` by exactly 1 (1 on create), sets ``updated_by`` and ``bytes``, keeps
   recall's passages in step (``document_indexed``) and records ``memory.changed`` as its last
   statement, all in the caller's transaction (``tenant_context`` always opens one).
@@ -36,7 +37,6 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Sequence
 
-from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -83,11 +83,16 @@ from memoryhub.selectors.documents import (
     memory_disabled_reason,
     paths_near,
 )
-from memoryhub.services.events import changed_event
-from memoryhub.services.limits import document_size_check, scope_bytes_check, write_tally_take
+from memoryhub.services.events import changed_event, pressure_event
+from memoryhub.services.limits import (
+    ScopeOverLimit,
+    document_size_check,
+    scope_bytes_check,
+    write_tally_take,
+)
 from memoryhub.services.passages import document_indexed
 from memoryhub.services.writer import Writer
-from tenants.context import current_tenant_id
+from memoryhub.store.documents import document_insert, document_update
 from tenants.models import Tenant
 
 DESCRIPTION_MAX_CHARS = 200
@@ -200,10 +205,20 @@ def _write_checks(
     _credential_check(content)
     size = len(content.encode("utf-8"))
     document_size_check(tenant=writer.tenant, label=label, size=size)
-    scope_bytes_check(
-        tenant=writer.tenant, end_user=end_user, scope=location[0], scope_key=location[1],
-        old_bytes=old_bytes, new_bytes=size, actor=writer.actor, used=scope_bytes,
-    )
+    try:
+        scope_bytes_check(
+            tenant=writer.tenant, end_user=end_user, scope=location[0], scope_key=location[1],
+            old_bytes=old_bytes, new_bytes=size, used=scope_bytes,
+        )
+    except ScopeOverLimit as refusal:
+        # Recorded before anything of the write is modified: the caller commits the event
+        # when it turns the refusal into a reply, and there is nothing else to roll back.
+        pressure_event(
+            tenant_id=writer.tenant.id, user_id=end_user.user_id, actor=writer.actor,
+            scope=refusal.scope, scope_key=refusal.scope_key, used_bytes=refusal.used_bytes,
+            limit_bytes=refusal.limit_bytes,
+        )
+        raise
     _count_write(writer=writer, end_user=end_user)
     return size
 
@@ -262,7 +277,7 @@ def _create(
         content=content, bytes=size, version=1, updated_by=actor, description=description or "",
         confidence=1.0 if confidence is None else confidence,
     )
-    _insert(document)
+    document_insert(document=document)
     document_indexed(document=document, created=True)
     changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="created",
                   path=path, scope=location[0], scope_key=location[1])
@@ -285,39 +300,11 @@ def _update(
     if confidence is not None:
         document.confidence = confidence
         fields.append("confidence")
-    _save(document, fields)
+    document_update(document=document, fields=fields)
     document_indexed(document=document)
     changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="updated",
                   path=document.path, scope=document.scope, scope_key=document.scope_key)
     return document
-
-
-def _insert(document: MemoryDocument) -> None:
-    """``save()`` of a new document in hand-written SQL (no signals listen): every create
-    runs it, and the ORM's compilation cost more than the statement."""
-    fields = [field for field in MemoryDocument._meta.concrete_fields if not field.primary_key]
-    values = [field.get_db_prep_save(field.pre_save(document, True), connection) for field in fields]
-    columns = ", ".join(f'"{field.column}"' for field in fields)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {MemoryDocument._meta.db_table} ({columns}) "  # noqa: S608 - our names
-            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING \"id\"",
-            values,
-        )
-        document.pk = cursor.fetchone()[0]
-    document._state.adding, document._state.db = False, connection.alias
-
-
-def _save(document: MemoryDocument, fields: list[str]) -> None:
-    """``save(update_fields=fields)`` in hand-written SQL: every edit runs it, and the ORM's
-    compilation cost more than the statement (the caller has set ``updated_at``)."""
-    columns = ", ".join(f'"{MemoryDocument._meta.get_field(name).column}" = %s' for name in fields)  # type: ignore[union-attr]  # concrete fields only
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f'UPDATE {MemoryDocument._meta.db_table} SET {columns} '  # noqa: S608 - our names
-            'WHERE "tenant_id" = %s AND "id" = %s',
-            [*(getattr(document, name) for name in fields), current_tenant_id(), document.pk],
-        )
 
 
 def _delete(*, tenant: Tenant, end_user: EndUser, documents: Sequence[MemoryDocument],

@@ -6,7 +6,8 @@ Each limit is read from the ``Tenant`` row the caller loaded for this request, s
 - ``max_document_bytes``: the UTF-8 size of one document after the write.
 - ``max_scope_bytes``: all documents of one end user in one (scope, scope_key). Only a write
   that *grows* the scope is refused, so a model can still condense a scope that went over
-  because the limit was lowered. The refusal records a ``memory.pressure`` event.
+  because the limit was lowered. The refusal (:class:`ScopeOverLimit`) carries what the
+  ``memory.pressure`` event reports; the service that catches it records the event.
 - ``max_writes_per_turn``: writes of the memory tool with one ``turn_id``, or without one,
   within any 60 seconds (a sliding window) per end user and session. App and web writes
   are not in a turn and are not counted (a bulk import through the documents API is not an
@@ -14,6 +15,10 @@ Each limit is read from the ``Tenant`` row the caller loaded for this request, s
 
 Callers hold the end user's write lock (see ``memoryhub.services.documents``), so the scope
 total read here cannot change before the write lands.
+
+These are checks: they write nothing but the tally a memory-tool write takes
+(``memoryhub.store.write_tallies``), and they import no service, so every writer can use them.
+The purge of old tallies is part of retention (``memoryhub.services.retention``).
 """
 
 from __future__ import annotations
@@ -21,13 +26,12 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from django.db import connection
 from django.utils import timezone
 
 from memoryhub.errors import DocumentTooLarge, ScopeFull, TooManyWrites
-from memoryhub.models import EndUser, WriteTally
-from memoryhub.selectors.documents import location_bytes
-from memoryhub.services.events import pressure_event
+from memoryhub.models import EndUser
+from memoryhub.store.documents import location_bytes
+from memoryhub.store.write_tallies import write_tally_turn_take, write_tally_window_take
 from tenants.models import Tenant
 
 WINDOW_SECONDS = 60
@@ -43,16 +47,28 @@ def document_size_check(*, tenant: Tenant, label: str, size: int) -> None:
         )
 
 
+class ScopeOverLimit(ScopeFull):
+    """``ScopeFull`` with what the ``memory.pressure`` event of the refusal reports."""
+
+    def __init__(
+        self, message: str, *, scope: str, scope_key: str, used_bytes: int, limit_bytes: int
+    ) -> None:
+        super().__init__(message)
+        self.scope = scope
+        self.scope_key = scope_key
+        self.used_bytes = used_bytes
+        self.limit_bytes = limit_bytes
+
+
 def scope_bytes_check(
     *, tenant: Tenant, end_user: EndUser, scope: str, scope_key: str, old_bytes: int,
-    new_bytes: int, actor: str, used: int | None = None,
+    new_bytes: int, used: int | None = None,
 ) -> None:
-    """Refuse a write that would take the scope over ``max_scope_bytes``, and record the pressure.
+    """Refuse a write that would take the scope over ``max_scope_bytes`` (``ScopeOverLimit``).
 
-    The ``memory.pressure`` event is written *before* raising and before anything else is
-    modified: the caller's transaction commits it when the refusal becomes a reply (the memory
-    tool answers 200), and nothing of the refused write exists to roll back. ``used``, when the
-    caller already read the location's total under the person's lock, saves the query.
+    ``used``, when the caller already read the location's total under the person's lock,
+    saves the query. The caller records the refusal's ``memory.pressure`` event before
+    anything else is modified (``memoryhub.services.documents``).
     """
     limit = tenant.max_scope_bytes
     if limit is None or new_bytes <= old_bytes:
@@ -62,63 +78,20 @@ def scope_bytes_check(
     after = used - old_bytes + new_bytes
     if after <= limit:
         return
-    pressure_event(
-        tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, scope=scope,
-        scope_key=scope_key, used_bytes=used, limit_bytes=limit,
-    )
     where = "global" if scope == "global" else f"{scope} {scope_key!r}"
-    raise ScopeFull(
+    raise ScopeOverLimit(
         f"Error: this write would take the {where} memory to {after} bytes, over its limit of "
-        f"{limit} bytes; delete or condense documents that matter less, then try again."
+        f"{limit} bytes; delete or condense documents that matter less, then try again.",
+        scope=scope, scope_key=scope_key, used_bytes=used, limit_bytes=limit,
     )
 
-
-# One statement counts a turn's write and tells whether it was allowed: the row is only bumped
-# while under the limit, so a refused write leaves the count at the limit (no RETURNING row).
-_TURN_UPSERT = f"""
-    INSERT INTO {WriteTally._meta.db_table} AS t (tenant_id, end_user_id, key, count, created_at)
-    VALUES (%s, %s, %s, 1, now())
-    ON CONFLICT (tenant_id, end_user_id, key) DO UPDATE SET count = t.count + 1
-    WHERE t.count < %s
-    RETURNING t.count
-"""  # noqa: S608 - the table name is ours, values are parameters
 
 # Without a turn_id the limit is a sliding window ("within 60 seconds"): one row per write,
 # counted over the last 60 seconds. A fixed minute would let 2 x limit writes through around
-# a minute boundary, and refuse or allow the same burst depending on the clock. One statement
-# counts and inserts only while under the limit (a row back: allowed). The caller holds the
-# person's write lock, so counting and then inserting cannot race.
-_WINDOW_TAKE = f"""
-    INSERT INTO {WriteTally._meta.db_table} (tenant_id, end_user_id, key, count, created_at)
-    SELECT %(tenant)s, %(end_user)s, %(key)s, 1, %(now)s
-    WHERE (SELECT count(*) FROM {WriteTally._meta.db_table}
-           WHERE tenant_id = %(tenant)s AND end_user_id = %(end_user)s
-             AND starts_with(key, %(prefix)s) AND created_at > %(since)s) < %(limit)s
-    RETURNING 1
-"""  # noqa: S608 - the table name is ours, values are parameters
-
-
+# a minute boundary, and refuse or allow the same burst depending on the clock.
 def _window_prefix(session_id: str | None) -> str:
     """``/`` cannot occur in a session_id, so one session's prefix never matches another's."""
     return f"window/{session_id or ''}/"
-
-
-def _turn_take(*, tenant: Tenant, end_user: EndUser, turn_id: str, limit: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(_TURN_UPSERT, [tenant.id, end_user.pk, f"turn:{turn_id}", limit])
-        return cursor.fetchone() is not None
-
-
-def _window_take(*, tenant: Tenant, end_user: EndUser, session_id: str | None, limit: int,
-                 now: datetime) -> bool:
-    prefix = _window_prefix(session_id)
-    with connection.cursor() as cursor:
-        cursor.execute(_WINDOW_TAKE, {
-            "tenant": tenant.id, "end_user": end_user.pk, "key": prefix + uuid.uuid4().hex,
-            "now": now, "prefix": prefix, "since": now - timedelta(seconds=WINDOW_SECONDS),
-            "limit": limit,
-        })
-        return cursor.fetchone() is not None
 
 
 def write_tally_take(
@@ -135,11 +108,14 @@ def write_tally_take(
     if limit is None:
         return
     if turn_id:
-        allowed = _turn_take(tenant=tenant, end_user=end_user, turn_id=turn_id, limit=limit)
+        allowed = write_tally_turn_take(end_user=end_user, key=f"turn:{turn_id}", limit=limit)
     else:
         moment = timezone.now() if now is None else datetime.fromtimestamp(now, UTC)
-        allowed = _window_take(tenant=tenant, end_user=end_user, session_id=session_id,
-                               limit=limit, now=moment)
+        prefix = _window_prefix(session_id)
+        allowed = write_tally_window_take(
+            end_user=end_user, prefix=prefix, key=prefix + uuid.uuid4().hex, now=moment,
+            since=moment - timedelta(seconds=WINDOW_SECONDS), limit=limit,
+        )
     if allowed:
         return
     when = "in this turn" if turn_id else "in the last minute"
@@ -147,14 +123,3 @@ def write_tally_take(
         f"Error: too many memory writes {when} (at most {limit}); keep only what matters most "
         "and continue the conversation without saving more for now."
     )
-
-
-def write_tallies_purge(*, older_than_seconds: int = 24 * 3600) -> int:
-    """Delete the current tenant's tallies older than a day; returns how many.
-
-    A tally only matters during its turn or minute. For the retention sweep, which runs it
-    inside ``tenant_context`` for each tenant; ``created_at`` is the tally's first write.
-    """
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    deleted, _ = WriteTally.objects.filter(created_at__lt=cutoff).delete()
-    return deleted

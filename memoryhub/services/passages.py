@@ -26,84 +26,27 @@ dropped passages meanwhile leaves it nothing to overwrite.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
-from pathlib import Path
 
-from django.db import connection, transaction
-from django.db.backends.utils import CursorWrapper
+from django.db import transaction
 from django.db.models import Q
-from django.utils import timezone
 
 from memoryhub.chunking import Passage as Chunk
 from memoryhub.chunking import split_passages
 from memoryhub.infra.db import halfvec_literal
-from memoryhub.infra.embeddings import EmbeddingProvider, get_provider
+from memoryhub.infra.embeddings import EmbeddingProvider, get_provider, provider_key
 from memoryhub.infra.publisher import embedding_enqueue
 from memoryhub.models import MemoryDocument, Passage
-from tenants.context import current_tenant_id
-
-# The full-text configuration of Passage.search; recall's queries must use the same one.
-SEARCH_CONFIG = "simple"
-_PROVIDER_KEY_MAX = 64  # Passage.embedding_provider's max_length
-
-
-def provider_key(provider: EmbeddingProvider) -> str:
-    """What produced a vector: provider, model and dimension (vectors of two keys don't mix)."""
-    model = getattr(provider, "model", None) or getattr(provider, "model_dir", None) or ""
-    if isinstance(model, Path):
-        model = "/".join(model.parts[-2:])
-    key = ":".join(str(part) for part in (provider.name, model, provider.dimension) if part)
-    if len(key) <= _PROVIDER_KEY_MAX:
-        return key
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return f"{key[: _PROVIDER_KEY_MAX - 17]}:{digest}"
-
-
-# Statements of document_indexed. Hand-written: a write re-indexes its document every time, and
-# the ORM's compilation of these (a SearchVector per row) cost more than running them.
-_PASSAGE = Passage._meta.db_table
-_OLD_PASSAGES = (
-    f"SELECT id, ordinal, text, embedding IS NOT NULL AND embedding_provider = %s "  # noqa: S608
-    f"FROM {_PASSAGE} WHERE tenant_id = %s AND document_id = %s"
+from memoryhub.store.passages import (
+    passage_vectors,
+    passage_vectors_store,
+    passages_delete,
+    passages_insert,
+    passages_of_document,
+    passages_rewrite,
 )
-_VECTORS = (
-    f"SELECT id, embedding::text, embedding_provider FROM {_PASSAGE} "  # noqa: S608 - no input
-    "WHERE tenant_id = %s AND id = ANY(%s)"
-)
-# Passages at an ordinal the document still has, in place: offsets for all; text, full-text
-# vector and vector (a reused one, else none) where the text changed. The document_id test
-# is redundant with the ids, but it lets PostgreSQL keep one generic plan for the prepared
-# statement: without it, the unknown length of the arrays made the generic plan look dearer
-# and every execution was planned again (0.1 ms of the database's CPU per write).
-_UPDATE = f"""
-    UPDATE {_PASSAGE} p SET document_version = %(version)s, start = k.start, "end" = k."end",
-        end_user_id = %(end_user)s, scope = %(scope)s, scope_key = %(scope_key)s,
-        text = CASE WHEN k.changed THEN k.text ELSE p.text END,
-        search = CASE WHEN k.changed THEN to_tsvector(%(config)s::regconfig, k.text)
-                      ELSE p.search END,
-        embedding = CASE WHEN k.changed THEN k.embedding::halfvec ELSE p.embedding END,
-        embedding_provider = CASE WHEN k.changed THEN k.provider ELSE p.embedding_provider END,
-        created_at = CASE WHEN k.changed THEN %(now)s ELSE p.created_at END
-    FROM unnest(%(ids)s::bigint[], %(starts)s::int[], %(ends)s::int[], %(changed)s::bool[],
-                %(texts)s::text[], %(embeddings)s::text[], %(providers)s::text[])
-        AS k(id, start, "end", changed, text, embedding, provider)
-    WHERE p.tenant_id = %(tenant)s AND p.document_id = %(document)s AND p.id = k.id
-"""  # noqa: S608 - the table name is ours, values are parameters
-_DROP = f"DELETE FROM {_PASSAGE} WHERE tenant_id = %s AND id = ANY(%s)"  # noqa: S608
-_ADD = f"""
-    INSERT INTO {_PASSAGE} (tenant_id, document_id, end_user_id, scope, scope_key,
-        document_version, ordinal, start, "end", text, search, embedding, embedding_provider,
-        created_at)
-    SELECT %(tenant)s, %(document)s, %(end_user)s, %(scope)s, %(scope_key)s, %(version)s,
-        c.ordinal, c.start, c."end", c.text, to_tsvector(%(config)s::regconfig, c.text),
-        c.embedding::halfvec, c.provider, %(now)s
-    FROM unnest(%(ordinals)s::int[], %(starts)s::int[], %(ends)s::int[], %(texts)s::text[],
-                %(embeddings)s::text[], %(providers)s::text[])
-        AS c(ordinal, start, "end", text, embedding, provider)
-"""  # noqa: S608 - the table name is ours, values are parameters
 
 
 def document_indexed(*, document: MemoryDocument, created: bool = False) -> None:
@@ -125,24 +68,20 @@ def document_indexed(*, document: MemoryDocument, created: bool = False) -> None
     changed = [c for c in in_place if by_ordinal[c.index][1] != c.text]
     ordinals = {c.index for c in chunks}
     dropped = [pk for pk, ordinal, _, _ in old if ordinal not in ordinals]
-    with connection.cursor() as cursor:
-        # Read the vectors to reuse before their passages are rewritten or dropped.
-        vectors = _vectors_for(cursor, document, old, [c.text for c in (*changed, *added)])
-        if in_place:
-            cursor.execute(_UPDATE, {
-                **_columns(document), **_rewritten(in_place, by_ordinal, vectors),
-                "config": SEARCH_CONFIG, "now": timezone.now(),
-            })
-        if dropped:
-            cursor.execute(_DROP, [document.tenant_id, dropped])
-        if added:
-            cursor.execute(_ADD, {
-                **_columns(document), "config": SEARCH_CONFIG, "now": timezone.now(),
-                "ordinals": [c.index for c in added], "starts": [c.start for c in added],
-                "ends": [c.end for c in added], "texts": [c.text for c in added],
-                "embeddings": [vectors.get(c.text, (None, ""))[0] for c in added],
-                "providers": [vectors.get(c.text, (None, ""))[1] for c in added],
-            })
+    # Read the vectors to reuse before their passages are rewritten or dropped.
+    vectors = _vectors_for(old, [c.text for c in (*changed, *added)])
+    if in_place:
+        passages_rewrite(document=document, **_rewritten(in_place, by_ordinal, vectors))
+    if dropped:
+        passages_delete(ids=dropped)
+    if added:
+        passages_insert(
+            document=document, ordinals=[c.index for c in added],
+            starts=[c.start for c in added], ends=[c.end for c in added],
+            texts=[c.text for c in added],
+            embeddings=[vectors.get(c.text, (None, ""))[0] for c in added],
+            providers=[vectors.get(c.text, (None, ""))[1] for c in added],
+        )
     rewritten = {c.index for c in changed}
     unchanged_without_vector = any(
         not by_ordinal[c.index][2] for c in in_place if c.index not in rewritten)
@@ -160,7 +99,8 @@ def _rewritten(
     in_place: list[Chunk], by_ordinal: dict[int, tuple[int, str, bool]],
     vectors: dict[str, tuple[str, str]],
 ) -> dict[str, list]:
-    """The _UPDATE arrays: every in-place passage, with text and vector where it changed."""
+    """``passages_rewrite``'s arrays: every in-place passage, with text and vector where it
+    changed."""
     changed = [by_ordinal[c.index][1] != c.text for c in in_place]
     reused = [vectors.get(c.text, (None, "")) if ch else (None, "")
               for c, ch in zip(in_place, changed, strict=True)]
@@ -173,13 +113,6 @@ def _rewritten(
     }
 
 
-def _columns(document: MemoryDocument) -> dict[str, int | str]:
-    """What every passage copies from its document (recall filters on these with no join)."""
-    return {"tenant": document.tenant_id, "document": document.pk,
-            "end_user": document.end_user_id, "scope": document.scope,
-            "scope_key": document.scope_key, "version": document.version}
-
-
 def _old_passages(document: MemoryDocument, current: str) -> list[tuple[int, int, str, bool]]:
     """(id, ordinal, text, has a vector of the ``current`` provider) of the document's
     passages; no vectors travel. An edit read them already when it locked the document
@@ -188,15 +121,11 @@ def _old_passages(document: MemoryDocument, current: str) -> list[tuple[int, int
     if read is not None:
         return [(pk, ordinal, text, has_vector and provider == current)
                 for pk, ordinal, text, has_vector, provider in read]
-    with connection.cursor() as cursor:
-        cursor.execute(_OLD_PASSAGES, [current, document.tenant_id, document.pk])
-        rows: list[tuple[int, int, str, bool]] = cursor.fetchall()
-        return rows
+    return passages_of_document(document=document, provider=current)
 
 
 def _vectors_for(
-    cursor: CursorWrapper, document: MemoryDocument, old: list[tuple[int, int, str, bool]],
-    texts: list[str],
+    old: list[tuple[int, int, str, bool]], texts: list[str]
 ) -> dict[str, tuple[str, str]]:
     """text -> (vector as text, provider) of old passages with one of ``texts`` and a current
     vector."""
@@ -206,8 +135,7 @@ def _vectors_for(
     source = {text: pk for pk, _, text, has_vector in old if has_vector and text in wanted}
     if not source:
         return {}
-    cursor.execute(_VECTORS, [document.tenant_id, list(source.values())])
-    by_id = {pk: (vector, provider) for pk, vector, provider in cursor.fetchall()}
+    by_id = passage_vectors(ids=list(source.values()))
     return {text: by_id[pk] for text, pk in source.items() if pk in by_id}
 
 
@@ -215,28 +143,16 @@ def _needs_vector(key: str) -> Q:
     return Q(embedding__isnull=True) | ~Q(embedding_provider=key)
 
 
-# A write rewrites a changed passage in place, so a vector is stored only while its passage
-# still has the text it was computed from (the provider call takes no lock).
-_STORE_VECTORS = f"""
-    UPDATE {_PASSAGE} p SET embedding = v.embedding::halfvec, embedding_provider = %(key)s
-    FROM unnest(%(ids)s::bigint[], %(texts)s::text[], %(embeddings)s::text[])
-        AS v(id, text, embedding)
-    WHERE p.tenant_id = %(tenant)s AND p.id = v.id AND p.text = v.text
-"""  # noqa: S608 - the table name is ours, values are parameters
-
-
 def passages_embed(*, passages: Sequence[Passage], provider: EmbeddingProvider) -> int:
     """Embed ``passages`` in one provider call and store the vectors; returns how many."""
     if not passages:
         return 0
     vectors = provider.embed([passage.text for passage in passages])
-    with connection.cursor() as cursor:
-        cursor.execute(_STORE_VECTORS, {
-            "tenant": current_tenant_id(), "key": provider_key(provider),
-            "ids": [passage.pk for passage in passages],
-            "texts": [passage.text for passage in passages],
-            "embeddings": [halfvec_literal(vector) for vector in vectors],
-        })
+    passage_vectors_store(
+        provider=provider_key(provider), ids=[passage.pk for passage in passages],
+        texts=[passage.text for passage in passages],
+        embeddings=[halfvec_literal(vector) for vector in vectors],
+    )
     return len(passages)
 
 

@@ -9,6 +9,9 @@ Each purged document records a ``memory.changed`` ``deleted`` event, so the feed
 webhooks tell the tenant's app what went. The actor is ``app``: the deletion follows the
 tenant's own retention setting, set by its admins for their app, and the contract's actors
 are ``assistant``, ``user`` and ``app`` only (no fourth value for consumers to learn).
+
+The write tallies behind ``max_writes_per_turn`` (``memoryhub.services.limits``) only matter
+during their turn or minute; :func:`write_tallies_purge` drops them a day later.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db.models import Max
+from django.utils import timezone
 
-from memoryhub.models import Actor, MemoryDocument, Scope
+from memoryhub.models import Actor, MemoryDocument, Scope, WriteTally
 from memoryhub.services.people import session_forget
 from tenants.models import Tenant
 
@@ -45,3 +49,14 @@ def retention_purge_batch(*, tenant: Tenant, now: datetime) -> int:
     for user_id, session_id in expired:
         session_forget(tenant=tenant, user_id=user_id, session_id=session_id, actor=Actor.APP)
     return len(expired)
+
+
+def write_tallies_purge(*, older_than_seconds: int = 24 * 3600) -> int:
+    """Delete the current tenant's tallies older than a day; returns how many.
+
+    A tally only matters during its turn or minute. For the retention sweep, which runs it
+    inside ``tenant_context`` for each tenant; ``created_at`` is the tally's first write.
+    """
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    deleted, _ = WriteTally.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

@@ -56,6 +56,9 @@ make the answer are looked at further, and this loses nothing:
   one that is a result is represented by the same passage and score as by brute force.
   With a negative weight (a setting nobody should use) nothing is left out.
 
+``query_terms`` (``memoryhub.selectors.recall``) makes the terms. The tenant is the current
+one, the table names come from the models.
+
 ``tests/recall/test_exactness.py`` compares the results with brute force over every passage.
 The statement raises ``work_mem`` for its transaction (the materialized ``visible`` of a
 large memory would otherwise spill to disk) and switches JIT off, whose compilation costs
@@ -64,8 +67,6 @@ more than such a query saves and which big row estimates would trigger.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -73,28 +74,17 @@ from typing import Any
 
 from django.db import connection
 
-from memoryhub.infra.db import HalfVec, compact_sql
-from memoryhub.services.passages import SEARCH_CONFIG
-
-_WORD = re.compile(r"\w+")
-# English function words: in a question ("what does she eat?") they match every memory.
-_STOPWORDS = frozenset(
-    """
-    a an the and or but if then so than that this these those there here of to in on at by
-    for with from into onto as about over under up down out off is am are was were be been
-    being do does did done have has had having it its i me my mine we us our you your he him
-    his she her hers they them their what which who whom whose when where why how not no
-    all any some can could will would shall should may might must just also very know tell
-    """.split()
-)
-_MIN_TERM_CHARS = 2
+from memoryhub.infra.db import HalfVec
+from memoryhub.models import MemoryDocument, Passage
+from memoryhub.store._rows import compact_sql
+from memoryhub.store._tenancy import tenant_id, tenant_is
+from memoryhub.store.passages import SEARCH_CONFIG
 
 
 @dataclass(frozen=True)
 class Visibility:
-    """Whose memory, and which scopes of it, one recall may see."""
+    """Whose memory (of the current tenant), and which scopes of it, one recall may see."""
 
-    tenant_id: int
     end_user_id: int
     session_id: str | None
     profile: str | None
@@ -124,17 +114,9 @@ class RecallHit:
     updated_at: datetime
 
 
-def query_terms(query: str, *, limit: int) -> list[str]:
-    """The query's words for lexical matching (see module docstring)."""
-    words = _WORD.findall(unicodedata.normalize("NFKC", query).casefold())
-    unique = list(dict.fromkeys(words))
-    long_enough = [w for w in unique if len(w) >= _MIN_TERM_CHARS] or unique
-    content = [w for w in long_enough if w not in _STOPWORDS] or long_enough
-    return content[:limit]
-
-
-_VISIBLE = """
-    p.tenant_id = %(tenant)s AND p.end_user_id = %(end_user)s
+_TENANT = "%(tenant)s"
+_VISIBLE = f"""
+    {tenant_is("p", param=_TENANT)} AND p.end_user_id = %(end_user)s
     AND ((p.scope = 'global' AND p.scope_key = '')
          OR (p.scope = 'session' AND p.scope_key = %(session)s)
          OR (p.scope = 'profile' AND p.scope_key = %(profile)s))
@@ -175,7 +157,7 @@ any_term AS (  -- tsquery's text form reads back as the same query
 ),
 visible AS MATERIALIZED (  -- the only pass over the passages: no text, each distance once
     SELECT p.id, p.document_id, p.ordinal, {vector} AS vsim, {exact} AS exact
-    FROM memoryhub_passage p
+    FROM {passage} p
     WHERE {visible}
 ),
 prefuzzy AS NOT MATERIALIZED (  -- relevance before fuzzy matching, which can only raise it
@@ -190,7 +172,7 @@ probe AS (  -- at least `limit` documents score this much: no result scores less
     SELECT {score} AS score
     FROM (SELECT DISTINCT ON (h.document_id) h.document_id, h.pre AS relevance
           FROM head h ORDER BY h.document_id, h.pre DESC) b
-    JOIN memoryhub_memorydocument d ON d.id = b.document_id AND d.tenant_id = %(tenant)s
+    JOIN {document} d ON d.id = b.document_id AND {document_tenant}
     ORDER BY score DESC LIMIT 1 OFFSET %(limit)s - 1
 ),
 cut AS (  -- score <= relevance: a passage less relevant than this cannot be a result's
@@ -209,7 +191,7 @@ shortlist AS (
 ),
 fuzzy AS MATERIALIZED (  -- materialized: else the planner may compute it for every row
     SELECT p.id, {fuzzy} AS lex
-    FROM shortlist s JOIN memoryhub_passage p ON p.id = s.id AND p.tenant_id = %(tenant)s
+    FROM shortlist s JOIN {passage} p ON p.id = s.id AND {passage_tenant}
 ),
 scored AS (
     SELECT c.id, c.document_id, c.ordinal, c.vsim, coalesce(f.lex, c.exact) AS lex,
@@ -225,8 +207,8 @@ best AS (
 ),
 ranked AS (
     SELECT b.*, d.path, d.scope, d.scope_key, d.confidence, d.updated_at, {score} AS score
-    FROM best b JOIN memoryhub_memorydocument d
-      ON d.id = b.document_id AND d.tenant_id = %(tenant)s
+    FROM best b JOIN {document} d
+      ON d.id = b.document_id AND {document_tenant}
 ),
 top AS (
     SELECT * FROM ranked r WHERE {threshold}
@@ -234,7 +216,7 @@ top AS (
 )
 SELECT r.document_id, r.id, r.path, r.scope, r.scope_key, p.text, r.score, r.vsim, r.lex,
        r.confidence, r.updated_at
-FROM top r JOIN memoryhub_passage p ON p.id = r.id AND p.tenant_id = %(tenant)s
+FROM top r JOIN {passage} p ON p.id = r.id AND {passage_tenant}
 ORDER BY r.score DESC, r.updated_at DESC, r.document_id
 """
 # The search runs in the request's transaction; these last until it ends. Plain index scans
@@ -255,8 +237,9 @@ def recall_search(
     limit: int, threshold: float | None, ranking: Ranking, now: datetime,
 ) -> list[RecallHit]:
     """Rank the visible documents for a query (module docstring); ``threshold`` None keeps all."""
+    tenant = tenant_id()
     params: dict[str, Any] = {  # Any: psycopg also takes HalfVec (our dumper)
-        "tenant": visibility.tenant_id, "end_user": visibility.end_user_id,
+        "tenant": tenant, "end_user": visibility.end_user_id,
         "session": visibility.session_id, "profile": visibility.profile,
         "provider": provider, "lexical_weight": ranking.lexical_weight,
         "recency_weight": ranking.recency_weight, "now": now, "limit": limit,
@@ -282,6 +265,9 @@ def _statement(vector: bool, terms: bool, threshold: bool) -> str:
     to fit psycopg's cache of parsed statements (4,096 characters)."""
     return compact_sql(_RANK.format(
         config=SEARCH_CONFIG, visible=_VISIBLE, score=_SCORE,
+        passage=Passage._meta.db_table, document=MemoryDocument._meta.db_table,
+        passage_tenant=tenant_is("p", param=_TENANT),
+        document_tenant=tenant_is("d", param=_TENANT),
         vector=_VECTOR_SIMILARITY if vector else "NULL::float8",
         exact=_EXACT_SHARE if terms else "0::float8",
         fuzzy=_FUZZY_SHARE if terms else "0::float8",

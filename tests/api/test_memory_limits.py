@@ -12,7 +12,8 @@ from django.utils import timezone
 from memoryhub.errors import DocumentTooLarge, TooManyWrites
 from memoryhub.models import MemoryEvent, WriteTally
 from memoryhub.services.documents import document_put, enduser_get_or_create
-from memoryhub.services.limits import write_tallies_purge, write_tally_take
+from memoryhub.services.limits import write_tally_take
+from memoryhub.services.retention import write_tallies_purge
 from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
 from tests.api.helpers import documents

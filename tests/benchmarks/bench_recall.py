@@ -401,10 +401,9 @@ def check_exactness(base: str, sample: list[Query], layout: Plan) -> tuple[int, 
     """(queries whose vector top-10 equals brute force, queries, worst HTTP similarity error)."""
     from django.utils import timezone
 
-    from memoryhub.infra.embeddings import get_provider
+    from memoryhub.infra.embeddings import get_provider, provider_key
     from memoryhub.models import EndUser, MemoryDocument, Passage
     from memoryhub.selectors.recall import ranking_settings
-    from memoryhub.services.passages import provider_key
     from memoryhub.store.recall import Visibility, recall_search
     from tenants.context import tenant_context
     from tenants.services import api_key_parse
@@ -421,7 +420,7 @@ def check_exactness(base: str, sample: list[Query], layout: Plan) -> tuple[int, 
             end_user = EndUser.objects.get(user_id=query.user_id)
             session, profile = query.body["session_id"], query.body["profile"]
             hits = recall_search(
-                visibility=Visibility(tenant_id, end_user.pk, session, profile),
+                visibility=Visibility(end_user.pk, session, profile),
                 query_vector=vector, provider=key, terms=[], limit=10, threshold=None,
                 ranking=ranking, now=now,
             )
@@ -480,8 +479,7 @@ def prepare(
     """The tenants of a loaded database (loading it first when needed)."""
     from django.conf import settings
 
-    from memoryhub.infra.embeddings import get_provider
-    from memoryhub.services.passages import provider_key
+    from memoryhub.infra.embeddings import get_provider, provider_key
     from tenants.models import Tenant
 
     if settings.EMBEDDED_POSTGRES and fresh:

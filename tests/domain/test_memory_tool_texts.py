@@ -16,15 +16,13 @@ from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memoryhub.memory_tool.edits import apply_append, apply_insert, apply_str_replace
 from memoryhub.memory_tool.texts import (
     DIRECTORY_SIZE,
     VIEW_CHAR_LIMIT,
     DirEntry,
     ToolError,
     already_exists,
-    apply_append,
-    apply_insert,
-    apply_str_replace,
     check_view_range,
     create_ok,
     delete_does_not_exist,

@@ -1,6 +1,6 @@
 """Helpers of memoryhub/infra/db.py that need no database."""
 
-from memoryhub.infra.db import compact_sql
+from memoryhub.store._rows import compact_sql
 
 
 def test_compact_sql_drops_comments_and_runs_of_whitespace() -> None:

@@ -16,9 +16,8 @@ from psycopg.adapt import PyFormat
 from psycopg.pq import Format
 
 from memoryhub.infra.db import HalfVec, halfvec_literal
-from memoryhub.infra.embeddings import get_provider
+from memoryhub.infra.embeddings import get_provider, provider_key
 from memoryhub.models import EndUser, MemoryDocument, Passage
-from memoryhub.services.passages import provider_key
 from memoryhub.store.recall import Ranking, Visibility, recall_search
 from tenants.context import tenant_context
 from tests.factories import DocumentRowFactory, EndUserFactory
@@ -114,7 +113,7 @@ def test_results_equal_brute_force_on_random_vectors(acme, globex, seed_value: i
         with tenant_context(acme.tenant.id):
             end_user = EndUser.objects.get(user_id=user_id)
             hits = recall_search(
-                visibility=Visibility(acme.tenant.id, end_user.pk, session, profile),
+                visibility=Visibility(end_user.pk, session, profile),
                 query_vector=query.tolist(), provider=key, terms=[], limit=limit,
                 threshold=threshold, ranking=RANKING, now=now,
             )
@@ -137,7 +136,7 @@ def test_vectors_of_another_provider_are_not_compared(acme, globex) -> None:
     with tenant_context(acme.tenant.id):
         end_user = EndUser.objects.get(user_id="alice")
         hits = recall_search(
-            visibility=Visibility(acme.tenant.id, end_user.pk, None, None),
+            visibility=Visibility(end_user.pk, None, None),
             query_vector=unit(rng, 1)[0].tolist(), provider=provider_key(get_provider()),
             terms=[], limit=10, threshold=None, ranking=RANKING, now=timezone.now(),
         )
@@ -220,7 +219,7 @@ def test_pruned_search_equals_brute_force_with_words(acme, globex, seed_value: i
                                      threshold=threshold)
         with tenant_context(acme.tenant.id):
             hits = recall_search(
-                visibility=Visibility(acme.tenant.id, end_user.pk, None, None),
+                visibility=Visibility(end_user.pk, None, None),
                 query_vector=query.tolist(), provider=key, terms=terms, limit=limit,
                 threshold=threshold, ranking=SMALL_SHORTLIST, now=now,
             )

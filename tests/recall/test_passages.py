@@ -11,10 +11,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memoryhub.infra.embeddings import get_provider
+from memoryhub.infra.embeddings import get_provider, provider_key
 from memoryhub.models import Passage
 from memoryhub.services.documents import document_remove
-from memoryhub.services.passages import document_embed, passages_embed, provider_key
+from memoryhub.services.passages import document_embed, passages_embed
 from memoryhub.services.writer import Writer
 from memoryhub.tasks import embeddings_sweep
 from tenants.context import tenant_context

@@ -23,6 +23,7 @@ from memoryhub.infra.embeddings.base import (
     EmbeddingProvider,
     is_blank,
     l2_normalise,
+    provider_key,
 )
 from memoryhub.infra.embeddings.hashing import HashingProvider
 from memoryhub.infra.embeddings.local import LocalOnnxProvider
@@ -36,6 +37,7 @@ __all__ = [
     "is_blank",
     "l2_normalise",
     "provider_from_config",
+    "provider_key",
 ]
 
 

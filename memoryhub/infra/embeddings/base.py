@@ -14,7 +14,9 @@ the providers, so a provider importing it back would close a cycle.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -22,6 +24,8 @@ import numpy as np
 __all__ = ["DEFAULT_DIMENSION", "EmbeddingError", "EmbeddingProvider", "is_blank", "l2_normalise"]
 
 DEFAULT_DIMENSION = 384
+# The longest provider key a vector is stored with (Passage.embedding_provider's max_length).
+PROVIDER_KEY_MAX = 64
 
 
 class EmbeddingError(RuntimeError):
@@ -50,3 +54,15 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
 def is_blank(text: str) -> bool:
     """True for texts that get the zero vector by contract."""
     return not text.strip()
+
+
+def provider_key(provider: EmbeddingProvider) -> str:
+    """What produced a vector: provider, model and dimension (vectors of two keys don't mix)."""
+    model = getattr(provider, "model", None) or getattr(provider, "model_dir", None) or ""
+    if isinstance(model, Path):
+        model = "/".join(model.parts[-2:])
+    key = ":".join(str(part) for part in (provider.name, model, provider.dimension) if part)
+    if len(key) <= PROVIDER_KEY_MAX:
+        return key
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return f"{key[: PROVIDER_KEY_MAX - 17]}:{digest}"

@@ -14,12 +14,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser, OutputWrapper
 
-from memoryhub.infra.embeddings import get_provider
-from memoryhub.services.passages import (
-    passages_reembed_batch,
-    passages_stale_count,
-    provider_key,
-)
+from memoryhub.infra.embeddings import get_provider, provider_key
+from memoryhub.services.passages import passages_reembed_batch, passages_stale_count
 from tenants.context import tenant_context
 from tenants.models import Tenant
 
