@@ -36,7 +36,7 @@ from memoryhub.models import (
     Scope,
     WebhookEndpoint,
 )
-from memoryhub.selectors.people import PersonExport, PersonSummary
+from memoryhub.selectors.people import EndUserExport, EndUserSummary
 from memoryhub.selectors.recall import Recall
 from memoryhub.services.webhooks import secret_masked
 from memoryhub.store.recall import RecallHit
@@ -144,7 +144,7 @@ class EndUserPageSerializer(serializers.Serializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-def end_user_representation(summary: PersonSummary) -> dict[str, Any]:
+def end_user_representation(summary: EndUserSummary) -> dict[str, Any]:
     """``EndUserSerializer``; ``documents`` is the selector's counts dict (``DocumentCounts``)."""
     return {
         "user_id": summary.user_id,
@@ -157,7 +157,7 @@ def end_user_representation(summary: PersonSummary) -> dict[str, Any]:
     }
 
 
-def end_user_page_representation(rows: Sequence[PersonSummary], page: Page) -> dict[str, Any]:
+def end_user_page_representation(rows: Sequence[EndUserSummary], page: Page) -> dict[str, Any]:
     """``EndUserPageSerializer``, by user_id."""
     return keyset_page(rows, page, items="users", represent=end_user_representation,
                        key=lambda s: (s.user_id,))
@@ -194,17 +194,8 @@ class EventPageSerializer(serializers.Serializer):
 
 
 def event_representation(event: MemoryEvent) -> dict[str, Any]:
-    """``EventSerializer``. A webhook delivery sends the same object, built in the service
-    (``memoryhub.services.webhooks.event_payload``, below the API); the schema test holds
-    both to this shape."""
-    return {
-        "id": event.id,
-        "type": event.type,
-        "created_at": event.created_at,
-        "actor": event.actor,
-        "user_id": event.user_id,
-        "data": event.data,
-    }
+    """``EventSerializer``: the model's ``feed_item``, which webhook deliveries send too."""
+    return event.feed_item()
 
 
 def event_page_representation(events: Sequence[MemoryEvent]) -> dict[str, Any]:
@@ -239,7 +230,7 @@ def portal_link_record_representation(link: PortalLink) -> dict[str, Any]:
     return {"created_at": link.created_at, "expires_at": link.expires_at, "used_at": link.used_at}
 
 
-def export_representation(export: PersonExport) -> dict[str, Any]:
+def export_representation(export: EndUserExport) -> dict[str, Any]:
     """``ExportSerializer``: everything stored for the person, for the API's export and the
     web page's download: the fields of ``EndUserSerializer``, with the documents themselves
     in place of their counts."""

@@ -8,7 +8,9 @@ of this service's own start with ``Error: `` and say what to do next.
 from __future__ import annotations
 
 
-class MemoryError_(Exception):  # avoid shadowing the builtin MemoryError
+class MemoryRefusal(Exception):
+    """A memory operation refused: the base of every error below (not Python's MemoryError)."""
+
     code = "memory_error"
     http_status = 422
 
@@ -17,52 +19,52 @@ class MemoryError_(Exception):  # avoid shadowing the builtin MemoryError
         self.message = message
 
 
-class ToolError(MemoryError_):
+class ToolError(MemoryRefusal):
     """A reference-tool error (texts from memoryhub/memory_tool/texts.py)."""
 
     code = "tool_error"
 
 
-class InvalidPathError(MemoryError_):
+class InvalidPathError(MemoryRefusal):
     code = "invalid_path"
 
 
-class NotText(MemoryError_):
+class NotText(MemoryRefusal):
     code = "not_text"
 
 
-class CredentialDetected(MemoryError_):
+class CredentialDetected(MemoryRefusal):
     code = "credential_detected"
 
 
-class DocumentTooLarge(MemoryError_):
+class DocumentTooLarge(MemoryRefusal):
     code = "document_too_large"
 
 
-class ScopeFull(MemoryError_):
+class ScopeFull(MemoryRefusal):
     code = "scope_full"
 
 
-class TooManyWrites(MemoryError_):
+class TooManyWrites(MemoryRefusal):
     code = "too_many_writes"
     http_status = 429
 
 
-class MemoryDisabled(MemoryError_):
+class MemoryDisabled(MemoryRefusal):
     code = "memory_disabled"
     http_status = 403
 
 
-class InvalidScope(MemoryError_):
+class InvalidScope(MemoryRefusal):
     code = "invalid_scope"
     http_status = 400
 
 
-class VersionMismatch(MemoryError_):
+class VersionMismatch(MemoryRefusal):
     code = "version_mismatch"
     http_status = 412
 
 
-class DocumentNotFound(MemoryError_):
+class DocumentNotFound(MemoryRefusal):
     code = "not_found"
     http_status = 404

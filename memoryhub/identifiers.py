@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TypeGuard
 
-from memoryhub.errors import MemoryError_
+from memoryhub.errors import MemoryRefusal
 
 USER_ID_RULE = "1-128 characters of A-Z a-z 0-9 . _ @ : + | -"
 PROFILE_RULE = "1-64 characters of a-z 0-9 _ -"
@@ -20,7 +20,7 @@ _USER_ID = re.compile(r"[A-Za-z0-9._@:+|\-]{1,128}")
 _PROFILE = re.compile(r"[a-z0-9_\-]{1,64}")
 
 
-class InvalidIdentifier(MemoryError_):
+class InvalidIdentifier(MemoryRefusal):
     """An identifier outside its rule; ``code`` names which one (``invalid_user_id``, ...)."""
 
     http_status = 400

@@ -8,6 +8,8 @@ composite indexes below cover their lookups.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
@@ -179,6 +181,12 @@ class MemoryEvent(TenantOwned):
             # A person's events: export and forget-everything.
             models.Index(fields=["tenant", "user_id", "id"], name="event_tenant_user"),
         ]
+
+    def feed_item(self) -> dict[str, Any]:
+        """The event as the event feed, the export and every webhook delivery show it (one
+        definition: the API's ``Event`` shape documents it, and its schema test checks it)."""
+        return {"id": self.id, "type": self.type, "created_at": self.created_at,
+                "actor": self.actor, "user_id": self.user_id, "data": self.data}
 
 
 class WriteTally(TenantOwned):

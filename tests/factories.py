@@ -18,7 +18,7 @@ import factory
 from factory.django import DjangoModelFactory
 
 from memoryhub.models import EndUser, MemoryDocument, Scope
-from memoryhub.services.documents import document_put, enduser_get_or_create
+from memoryhub.services.documents import document_put, end_user_get_or_create
 from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
 from tenants.models import Tenant
@@ -65,7 +65,7 @@ class EndUserFactory(factory.Factory):
     def _create(cls, model_class: type[EndUser], *args: Any, tenant: Tenant, user_id: str,
                 **fields: Any) -> EndUser:
         with tenant_context(tenant.pk):
-            end_user = enduser_get_or_create(tenant=tenant, user_id=user_id)
+            end_user = end_user_get_or_create(tenant=tenant, user_id=user_id)
             if fields:
                 for name, value in fields.items():
                     setattr(end_user, name, value)
@@ -94,7 +94,7 @@ class DocumentFactory(factory.Factory):
     def _create(cls, model_class: type[MemoryDocument], *args: Any, tenant: Tenant,
                 user_id: str, actor: str, **fields: Any) -> MemoryDocument:
         with tenant_context(tenant.pk):
-            end_user = enduser_get_or_create(tenant=tenant, user_id=user_id)
+            end_user = end_user_get_or_create(tenant=tenant, user_id=user_id)
             document, _ = document_put(writer=Writer(tenant=tenant, actor=actor),
                                        end_user=end_user, **fields)
         return document

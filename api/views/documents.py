@@ -45,18 +45,18 @@ from api.serializers import (
     with_errors,
 )
 from memoryhub import paths
-from memoryhub.errors import MemoryError_, ScopeFull, TooManyWrites, VersionMismatch
+from memoryhub.errors import MemoryRefusal, ScopeFull, TooManyWrites, VersionMismatch
 from memoryhub.models import Actor, MemoryDocument, Scope
 from memoryhub.selectors.documents import document_get
-from memoryhub.selectors.people import DocumentFilter, person_documents_page
-from memoryhub.services.documents import document_put, document_remove, enduser_get_or_create
+from memoryhub.selectors.people import DocumentFilter, end_user_documents_page
+from memoryhub.services.documents import document_put, document_remove, end_user_get_or_create
 from memoryhub.services.writer import Writer
 
 TAGS = ["documents"]
 RETRY_AFTER_SECONDS = 60  # the write limit's window without a turn_id
 
 
-def api_error(exc: MemoryError_) -> ApiError:
+def api_error(exc: MemoryRefusal) -> ApiError:
     """A domain refusal as the contract's HTTP error (422 for broken content and limit rules).
 
     Every 412 says ``precondition_failed``, whichever header (If-Match, If-None-Match) failed.
@@ -104,7 +104,7 @@ class DocumentListView(TenantAPIView):
             profile=optional(query, "profile", valid_profile),
             prefix=optional(query, "prefix", valid_prefix),
         )
-        rows = person_documents_page(
+        rows = end_user_documents_page(
             user_id=user_id, filters=filters, after=page.after, limit=page.limit
         )
         return Response(document_page_representation(rows, page))
@@ -255,7 +255,7 @@ class DocumentView(TenantAPIView):
         # person not yet known is created here, and comes back locked as well.
         end_user, locked = self.end_user, self.end_user_locked
         if end_user is None:
-            end_user, locked = enduser_get_or_create(tenant=self.tenant,
+            end_user, locked = end_user_get_or_create(tenant=self.tenant,
                                                      user_id=target.user_id), True
         try:
             document, created = document_put(
@@ -265,13 +265,13 @@ class DocumentView(TenantAPIView):
                 description=body.validated_data.get("description"),
                 confidence=body.validated_data.get("confidence"),
                 expected_version=expected_version, create_only=create_only,
-                person_locked=locked,
+                end_user_locked=locked,
             )
         except ScopeFull as exc:
             # Answered, not raised: raising rolls the transaction back, and the refusal's
             # memory.pressure event must be kept (the service changed nothing else).
             return Response(error_body(exc.code, exc.message), status=exc.http_status)
-        except MemoryError_ as exc:
+        except MemoryRefusal as exc:
             raise api_error(exc) from exc
         response = self.respond(document, target, status=201 if created else 200)
         if created:
@@ -288,7 +288,7 @@ class DocumentView(TenantAPIView):
             document_remove(writer=Writer(tenant=self.tenant, actor=Actor.APP),
                             end_user=document.end_user, document=document,
                             expected_version=expected_version)
-        except MemoryError_ as exc:
+        except MemoryRefusal as exc:
             raise api_error(exc) from exc
         return Response(status=204)
 

@@ -82,7 +82,7 @@ class MemoryToolView(TenantAPIView):
                            "tool's input, plus optional session_id, profile, scope and turn_id.")
         content, is_error = tool_run(
             tenant=self.tenant, user_id=user_id, end_user=self.end_user,
-            person_locked=self.end_user_locked, payload=request.data,
+            end_user_locked=self.end_user_locked, payload=request.data,
         )
         return Response(tool_result_representation(content, is_error))
 

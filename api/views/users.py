@@ -32,7 +32,7 @@ from api.serializers import (
     with_errors,
 )
 from memoryhub.models import Actor
-from memoryhub.selectors.people import people_page, person_export, person_summary
+from memoryhub.selectors.people import end_user_export, end_user_summary, end_users_page
 from memoryhub.services.people import (
     end_user_forget,
     end_user_memory_set,
@@ -56,7 +56,7 @@ class UserListView(TenantAPIView):
     )
     def get(self, request: Request) -> Response:
         page = parse_page(request.query_params, arity=1)
-        rows = people_page(after=page.after_value, limit=page.limit)
+        rows = end_users_page(after=page.after_value, limit=page.limit)
         return Response(end_user_page_representation(rows, page))
 
 
@@ -70,7 +70,7 @@ class UserView(TenantAPIView):
         tags=TAGS,
     )
     def get(self, request: Request, user_id: str) -> Response:
-        return Response(end_user_representation(person_summary(user_id=valid_user_id(user_id))))
+        return Response(end_user_representation(end_user_summary(user_id=valid_user_id(user_id))))
 
     @extend_schema(
         summary="Switch the person's memory on or off",
@@ -87,7 +87,7 @@ class UserView(TenantAPIView):
         end_user_memory_set(
             tenant=self.tenant, user_id=user_id, enabled=body.validated_data["memory_enabled"]
         )
-        return Response(end_user_representation(person_summary(user_id=user_id)))
+        return Response(end_user_representation(end_user_summary(user_id=user_id)))
 
     @extend_schema(
         summary="Forget the person",
@@ -132,7 +132,7 @@ class ExportView(TenantAPIView):
         tags=TAGS,
     )
     def get(self, request: Request, user_id: str) -> Response:
-        return Response(export_representation(person_export(user_id=valid_user_id(user_id))))
+        return Response(export_representation(end_user_export(user_id=valid_user_id(user_id))))
 
 
 class PortalLinkView(TenantAPIView):

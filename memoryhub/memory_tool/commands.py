@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from django.db import transaction
 
-from memoryhub.errors import InvalidScope, MemoryError_, ToolError
+from memoryhub.errors import InvalidScope, MemoryRefusal, ToolError
 from memoryhub.identifiers import (
     PROFILE_RULE,
     USER_ID_RULE,
@@ -52,14 +52,14 @@ from memoryhub.paths import ROOT
 from memoryhub.selectors.documents import (
     GLOBAL,
     Location,
-    enduser_find,
+    end_user_find,
     lookup_locations,
     memory_disabled_reason,
     path_view,
 )
 from memoryhub.services.documents import (
     canonical_path,
-    enduser_get_or_create,
+    end_user_get_or_create,
     memory_create,
     memory_delete,
     memory_disabled_error,
@@ -113,27 +113,27 @@ class Call:
 
 
 def tool_run(
-    *, tenant: Tenant, user_id: str, end_user: EndUser | None, person_locked: bool,
+    *, tenant: Tenant, user_id: str, end_user: EndUser | None, end_user_locked: bool,
     payload: Mapping[str, Any],
 ) -> tuple[str, bool]:
     """Run one memory tool command for ``user_id``; returns ``(content, is_error)``.
 
     ``end_user`` is that person as the caller read them in this transaction (None when
-    unknown), with the person's write lock if ``person_locked``: the API reads them with its
+    unknown), with the person's write lock if ``end_user_locked``: the API reads them with its
     key, locked when ``command_writes(payload)``. A command that writes a person read without
     the lock reads them again with it. Runs inside ``tenant_context``; a read never creates
     the person.
     """
     try:
         message = _run(tenant=tenant, user_id=user_id, end_user=end_user,
-                       person_locked=person_locked, payload=payload)
+                       end_user_locked=end_user_locked, payload=payload)
         return well_formed(message), False
-    except MemoryError_ as exc:
+    except MemoryRefusal as exc:
         return well_formed(exc.message), True
 
 
 def _run(
-    *, tenant: Tenant, user_id: str, end_user: EndUser | None, person_locked: bool,
+    *, tenant: Tenant, user_id: str, end_user: EndUser | None, end_user_locked: bool,
     payload: Mapping[str, Any],
 ) -> str:
     # Memory switched off answers "memory is disabled" whatever else is wrong with the input
@@ -141,10 +141,10 @@ def _run(
     # must learn that first, not fix its arguments and try again. The tenant's and the
     # person's switches need no input; the profile's needs a valid profile name.
     command = payload.get("command")
-    if command_writes(payload) and not person_locked:
+    if command_writes(payload) and not end_user_locked:
         # Every write runs under the person's write lock (memoryhub.services.documents), and
         # the row must be read with it: the switch or the person may have changed since.
-        end_user = enduser_find(user_id=user_id, for_update=True)
+        end_user = end_user_find(user_id=user_id, for_update=True)
     _check_enabled(tenant=tenant, end_user=end_user, profile=None)
     _check_enabled(tenant=tenant, end_user=end_user, profile=_profile(payload))
     context = _context(payload)
@@ -278,7 +278,7 @@ def _create(call: Call) -> str:
     else:
         # The person's first write creates them; a refused one must not leave them behind.
         with transaction.atomic():
-            create(enduser_get_or_create(tenant=call.writer.tenant, user_id=call.user_id))
+            create(end_user_get_or_create(tenant=call.writer.tenant, user_id=call.user_id))
     return create_ok(raw)
 
 

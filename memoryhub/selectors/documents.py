@@ -37,7 +37,9 @@ from memoryhub.store.documents import (
 from memoryhub.store.documents import (
     Location as Location,  # re-exported: the lookup order's type, for services and the tool
 )
-from memoryhub.store.end_users import end_user_find
+
+# Re-exported: the services and the memory tool find the person with the other reads here.
+from memoryhub.store.end_users import end_user_find as end_user_find
 from memoryhub.store.profiles import profile_disabled
 from tenants.models import Tenant
 
@@ -89,11 +91,6 @@ def _under(path: str, *, or_at: bool = False) -> Q:
 
 
 # --- end users and switches ----------------------------------------------------------------
-
-
-def enduser_find(*, user_id: str, for_update: bool = False) -> EndUser | None:
-    """The end user, or ``None``; ``for_update`` takes the person's write lock (see services)."""
-    return end_user_find(user_id=user_id, for_update=for_update)
 
 
 def memory_disabled_reason(
@@ -153,7 +150,7 @@ def document_resolve(
     return min(found, key=lambda d: rank[(d.scope, d.scope_key)]) if found else None
 
 
-def paths_near(
+def obstacles_and_location_bytes(
     *, end_user: EndUser, location: Location, path: str, ancestors: Sequence[str], limit: int
 ) -> tuple[list[str], int]:
     """Paths of at most ``limit`` documents of one location at ``path``, at one of

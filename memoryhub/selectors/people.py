@@ -23,7 +23,7 @@ from memoryhub.selectors.events import events_of_person
 
 
 @dataclass(frozen=True)
-class PersonSummary:
+class EndUserSummary:
     user_id: str
     memory_enabled: bool = True  # the person's own switch starts on
     created_at: datetime | None = None  # None: nothing was ever stored for them
@@ -45,7 +45,7 @@ _COUNTS = {
 }
 
 
-def _summaries(end_users: list[EndUser]) -> list[PersonSummary]:
+def _summaries(end_users: list[EndUser]) -> list[EndUserSummary]:
     """Counts for a page of people in one grouped query over their documents.
 
     Paging the people first and counting after keeps a page's cost independent of the
@@ -59,13 +59,13 @@ def _summaries(end_users: list[EndUser]) -> list[PersonSummary]:
     return [_summary(end_user, counts.get(end_user.pk)) for end_user in end_users]
 
 
-def _summary(end_user: EndUser, counts: dict[str, int] | None) -> PersonSummary:
+def _summary(end_user: EndUser, counts: dict[str, int] | None) -> EndUserSummary:
     if counts is None:
-        return PersonSummary(user_id=end_user.user_id, memory_enabled=end_user.memory_enabled,
+        return EndUserSummary(user_id=end_user.user_id, memory_enabled=end_user.memory_enabled,
                              created_at=end_user.created_at)
     per_scope = {"session": counts["n_session"], "profile": counts["n_profile"],
                  "global": counts["n_global"]}
-    return PersonSummary(
+    return EndUserSummary(
         user_id=end_user.user_id,
         memory_enabled=end_user.memory_enabled,
         created_at=end_user.created_at,
@@ -76,13 +76,13 @@ def _summary(end_user: EndUser, counts: dict[str, int] | None) -> PersonSummary:
     )
 
 
-def person_summary(*, user_id: str) -> PersonSummary:
+def end_user_summary(*, user_id: str) -> EndUserSummary:
     """The person with document counts; zero counts for an unknown ``user_id``."""
     end_user = EndUser.objects.filter(user_id=user_id).first()
-    return _summaries([end_user])[0] if end_user else PersonSummary(user_id=user_id)
+    return _summaries([end_user])[0] if end_user else EndUserSummary(user_id=user_id)
 
 
-def people_page(*, after: str | None, limit: int) -> list[PersonSummary]:
+def end_users_page(*, after: str | None, limit: int) -> list[EndUserSummary]:
     """Up to ``limit + 1`` people by user_id after ``after``, with counts, in two queries."""
     end_users = EndUser.objects.order_by("user_id")
     if after is not None:
@@ -155,7 +155,7 @@ def _after(key: tuple[Any, ...]) -> Q:
     )
 
 
-def person_documents_page(
+def end_user_documents_page(
     *, user_id: str, filters: DocumentFilter, after: tuple[Any, ...] | None, limit: int
 ) -> list[MemoryDocument]:
     """Up to ``limit + 1`` documents' metadata (no content) in (scope, scope_key, path) order."""
@@ -173,15 +173,15 @@ def person_documents_page(
 
 
 @dataclass(frozen=True)
-class PersonExport:
-    summary: PersonSummary
+class EndUserExport:
+    summary: EndUserSummary
     account_email: str | None = None
     documents: list[MemoryDocument] = field(default_factory=list)
     events: list[MemoryEvent] = field(default_factory=list)
     portal_links: list[PortalLink] = field(default_factory=list)
 
 
-def person_export(*, user_id: str) -> PersonExport:
+def end_user_export(*, user_id: str) -> EndUserExport:
     """Everything stored for the person. Passages are left out: they are copies of content.
 
     An unknown ``user_id`` exports as empty, even if the feed still names it (the one
@@ -189,8 +189,8 @@ def person_export(*, user_id: str) -> PersonExport:
     """
     end_user = EndUser.objects.filter(user_id=user_id).select_related("account").first()
     if end_user is None:
-        return PersonExport(summary=PersonSummary(user_id=user_id))
-    return PersonExport(
+        return EndUserExport(summary=EndUserSummary(user_id=user_id))
+    return EndUserExport(
         summary=_summaries([end_user])[0],
         account_email=end_user.account.email if end_user.account else None,
         documents=list(_in_code_point_order(MemoryDocument.objects.filter(end_user=end_user))),

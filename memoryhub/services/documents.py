@@ -10,11 +10,11 @@ Every write:
 - checks the tenant's limits (``memoryhub.services.limits``), and records the
   ``memory.pressure`` event of a write the scope limit refuses;
 - bumps ``version`` by exactly 1 (1 on create), sets ``updated_by`` and ``bytes``, keeps
-  recall's passages in step (``document_indexed``) and records ``memory.changed`` as its last
+  recall's passages in step (``document_passages_rebuild``) and records ``memory.changed`` as its last
   statement, all in the caller's transaction (``tenant_context`` always opens one).
 
 Concurrency. A write first takes the person's *write lock*: ``SELECT ... FOR NO KEY UPDATE``
-on the end user's row (``enduser_get_or_create``, ``enduser_find(for_update=True)``, or
+on the end user's row (``end_user_get_or_create``, ``end_user_find(for_update=True)``, or
 ``_lock`` here). So every write of one person is serialized: a read-modify-write (str_replace,
 insert, append, rename, and create's existence check) cannot lose an update, two creates of
 one path cannot race into the unique constraint, each location stays a tree (no path is both a
@@ -79,9 +79,9 @@ from memoryhub.selectors.documents import (
     Location,
     directory_location,
     document_resolve,
-    enduser_find,
+    end_user_find,
     memory_disabled_reason,
-    paths_near,
+    obstacles_and_location_bytes,
 )
 from memoryhub.services.events import changed_event, pressure_event
 from memoryhub.services.limits import (
@@ -90,7 +90,7 @@ from memoryhub.services.limits import (
     scope_bytes_check,
     write_tally_take,
 )
-from memoryhub.services.passages import document_indexed
+from memoryhub.services.passages import document_passages_rebuild
 from memoryhub.services.writer import Writer
 from memoryhub.store.documents import document_insert, document_update
 from tenants.models import Tenant
@@ -107,13 +107,13 @@ Edit = Callable[[str], tuple[str, str]]
 # --- end users -----------------------------------------------------------------------------
 
 
-def enduser_get_or_create(*, tenant: Tenant, user_id: str) -> EndUser:
+def end_user_get_or_create(*, tenant: Tenant, user_id: str) -> EndUser:
     """The end user, created on first write; returns it holding the person's write lock.
 
     Race-safe: ``INSERT ... ON CONFLICT DO NOTHING`` waits for a concurrent insert of the same
     person to commit, and the ``SELECT`` after it (a new statement) then sees that row.
     """
-    found = enduser_find(user_id=user_id, for_update=True)
+    found = end_user_find(user_id=user_id, for_update=True)
     if found is not None:
         return found
     EndUser.objects.bulk_create([EndUser(tenant=tenant, user_id=user_id)], ignore_conflicts=True)
@@ -249,8 +249,9 @@ def _path_conflict(
     size is the location's total bytes, for ``max_scope_bytes`` (read in the same statement).
     """
     ancestors = parent_dirs(path)[1:]  # the root is always a directory
-    found, used = paths_near(end_user=end_user, location=location, path=path,
-                             ancestors=ancestors, limit=2)
+    found, used = obstacles_and_location_bytes(
+        end_user=end_user, location=location, path=path, ancestors=ancestors, limit=2
+    )
     if path in found:
         return "exists", used
     if any(is_under(other, path) for other in found):
@@ -278,7 +279,7 @@ def _create(
         confidence=1.0 if confidence is None else confidence,
     )
     document_insert(document=document)
-    document_indexed(document=document, created=True)
+    document_passages_rebuild(document=document, created=True)
     changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="created",
                   path=path, scope=location[0], scope_key=location[1])
     return document
@@ -301,7 +302,7 @@ def _update(
         document.confidence = confidence
         fields.append("confidence")
     document_update(document=document, fields=fields)
-    document_indexed(document=document)
+    document_passages_rebuild(document=document)
     changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="updated",
                   path=document.path, scope=document.scope, scope_key=document.scope_key)
     return document
@@ -322,12 +323,12 @@ def _delete(*, tenant: Tenant, end_user: EndUser, documents: Sequence[MemoryDocu
 def document_put(
     *, writer: Writer, end_user: EndUser, scope: str, scope_key: str, path: str, content: str,
     description: str | None = None, confidence: float | None = None,
-    expected_version: int | None = None, create_only: bool = False, person_locked: bool = False,
+    expected_version: int | None = None, create_only: bool = False, end_user_locked: bool = False,
 ) -> tuple[MemoryDocument, bool]:
     """Create or replace the document at ``(scope, scope_key, path)``; returns ``(doc, created)``.
 
-    ``person_locked``: the caller read ``end_user`` with the person's write lock in this
-    transaction (``enduser_get_or_create``, or the API key's statement for a view that
+    ``end_user_locked``: the caller read ``end_user`` with the person's write lock in this
+    transaction (``end_user_get_or_create``, or the API key's statement for a view that
     declares it writes), so it is current and not read again.
 
     ``path`` as the caller wrote it (``/memories/a.md`` or ``/a.md``). ``description`` and
@@ -345,7 +346,7 @@ def document_put(
     description = description_check(description)
     if confidence is not None and not 0.0 <= confidence <= 1.0:
         raise ValueError("confidence must be between 0 and 1")
-    if not person_locked:
+    if not end_user_locked:
         end_user = _lock(end_user)
     reason = memory_disabled_reason(
         tenant=writer.tenant, end_user=end_user,
@@ -566,7 +567,7 @@ def memory_rename(
         [document for _, document in renamed], ["path", "version", "updated_by", "updated_at"]
     )
     for _, document in renamed:
-        document_indexed(document=document)
+        document_passages_rebuild(document=document)
     for old_path, document in renamed:
         changed_event(tenant_id=writer.tenant.id, user_id=end_user.user_id, actor=writer.actor,
                       change="renamed", path=document.path, old_path=old_path,

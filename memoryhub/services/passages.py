@@ -1,7 +1,7 @@
 """Keeping recall's passages in step with documents, and giving them vectors.
 
 Contract:
-- :func:`document_indexed` is called by every document write, inside its transaction, after
+- :func:`document_passages_rebuild` is called by every document write, inside its transaction, after
   the row is saved. It makes the document's passages ``split_passages(content)``:
   text, offsets, a ``'simple'`` full-text vector (no stemming, no stop words: memories are in
   any language), the document's version, and its end user, scope and scope key (recall
@@ -49,7 +49,7 @@ from memoryhub.store.passages import (
 )
 
 
-def document_indexed(*, document: MemoryDocument, created: bool = False) -> None:
+def document_passages_rebuild(*, document: MemoryDocument, created: bool = False) -> None:
     """Bring the document's passages in step (see module docstring); call inside the write's
     transaction. ``created``: the document is new, so it has no passages yet.
 

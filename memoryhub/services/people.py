@@ -36,8 +36,8 @@ from memoryhub.models import (
     Scope,
     WriteTally,
 )
-from memoryhub.selectors.documents import enduser_find
-from memoryhub.services.documents import enduser_get_or_create
+from memoryhub.selectors.documents import end_user_find
+from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.events import changed_event, event_record
 from tenants.context import tenant_context
 from tenants.models import Tenant
@@ -48,7 +48,7 @@ FORGOTTEN = "forgotten"
 
 def end_user_memory_set(*, tenant: Tenant, user_id: str, enabled: bool) -> EndUser:
     """The person's own switch. Setting it is a write, so it creates the end user."""
-    end_user = enduser_get_or_create(tenant=tenant, user_id=user_id)
+    end_user = end_user_get_or_create(tenant=tenant, user_id=user_id)
     if end_user.memory_enabled != enabled:
         end_user.memory_enabled = enabled
         end_user.save(update_fields=["memory_enabled"])
@@ -85,7 +85,7 @@ def session_forget(*, tenant: Tenant, user_id: str, session_id: str, actor: str)
     so a memory tool write racing with it lands before or after, never half-way.
     """
     with transaction.atomic():
-        end_user = enduser_find(user_id=user_id, for_update=True)
+        end_user = end_user_find(user_id=user_id, for_update=True)
         if end_user is None:
             return 0
         doomed = list(
@@ -107,7 +107,7 @@ def session_forget(*, tenant: Tenant, user_id: str, session_id: str, actor: str)
     return len(doomed)
 
 
-def enduser_account_link(*, end_user: EndUser, user: User) -> EndUser:
+def end_user_account_link(*, end_user: EndUser, user: User) -> EndUser:
     """Link the person to the signed-in account that redeemed their portal link, so they come
     back with their password. A link to another account is replaced: the one-time link
     proves the holder is this person now. Runs in the person's tenant context."""
@@ -128,7 +128,7 @@ class MintedPortalLink:
 
 def portal_link_create(*, tenant: Tenant, user_id: str) -> MintedPortalLink:
     """A one-time link token for the person (created if new), valid PORTAL_LINK_MAX_AGE s."""
-    end_user = enduser_get_or_create(tenant=tenant, user_id=user_id)
+    end_user = end_user_get_or_create(tenant=tenant, user_id=user_id)
     nonce = secrets.token_urlsafe(24)
     expires_at = timezone.now() + timedelta(seconds=settings.PORTAL_LINK_MAX_AGE)
     PortalLink.objects.create(tenant=tenant, end_user=end_user, nonce=nonce, expires_at=expires_at)

@@ -98,11 +98,7 @@ def signature_valid(*, secret: str, timestamp: str, body: bytes, header: str) ->
 
 def event_payload(event: MemoryEvent) -> bytes:
     """The event as in the event feed, as the exact bytes that are signed and sent."""
-    body = {
-        "id": event.id, "type": event.type, "created_at": event.created_at,
-        "actor": event.actor, "user_id": event.user_id, "data": event.data,
-    }
-    return json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":")).encode()
+    return json.dumps(event.feed_item(), cls=DjangoJSONEncoder, separators=(",", ":")).encode()
 
 
 # --- URLs ----------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ _SCOPE_BYTES = (
 
 
 # And the row's recall passages as they are before the edit, which re-indexes them next
-# (memoryhub.services.passages.document_indexed): [id, ordinal, text, has a vector, provider].
+# (memoryhub.services.passages.document_passages_rebuild): [id, ordinal, text, has a vector, provider].
 _PASSAGES = (
     "(SELECT json_agg(json_build_array(p.id, p.ordinal, p.text, p.embedding IS NOT NULL, "
     f"p.embedding_provider)) FROM {Passage._meta.db_table} p "

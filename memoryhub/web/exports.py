@@ -11,8 +11,8 @@ import json
 from rest_framework.utils.encoders import JSONEncoder
 
 from api.representations import export_representation
-from memoryhub.selectors.people import PersonExport
+from memoryhub.selectors.people import EndUserExport
 
 
-def export_json(export: PersonExport) -> str:
+def export_json(export: EndUserExport) -> str:
     return json.dumps(export_representation(export), cls=JSONEncoder, indent=2, ensure_ascii=False)

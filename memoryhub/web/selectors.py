@@ -66,7 +66,7 @@ class ScopeGroup:
         return f"scope-{self.scope}-{hashlib.sha256(self.scope_key.encode()).hexdigest()[:12]}"
 
 
-def person_memory(*, end_user: EndUser) -> list[ScopeGroup]:
+def end_user_memory(*, end_user: EndUser) -> list[ScopeGroup]:
     """Every document of the person, grouped by scope (global, profiles, sessions), by path.
 
     Content is left out: the list shows metadata, a document is opened one at a time.
@@ -83,11 +83,11 @@ def person_memory(*, end_user: EndUser) -> list[ScopeGroup]:
     return sorted(groups.values(), key=lambda g: (SCOPE_ORDER.get(g.scope, 9), g.scope_key))
 
 
-def person_document(*, end_user: EndUser, document_id: int) -> MemoryDocument | None:
+def end_user_document(*, end_user: EndUser, document_id: int) -> MemoryDocument | None:
     return MemoryDocument.objects.filter(end_user=end_user, pk=document_id).first()
 
 
-def person_has_session(*, end_user: EndUser, session_id: str) -> bool:
+def end_user_has_session(*, end_user: EndUser, session_id: str) -> bool:
     return MemoryDocument.objects.filter(
         end_user=end_user, scope=Scope.SESSION, scope_key=session_id
     ).exists()

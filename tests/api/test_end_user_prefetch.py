@@ -16,7 +16,7 @@ from memoryhub.services.writer import Writer
 from tenants.context import tenant_context
 from tests.spec.api_client import ok
 
-PERSON_ALONE = 'FROM memoryhub_enduser u WHERE'  # enduser_find's own statement
+PERSON_ALONE = 'FROM memoryhub_enduser u WHERE'  # end_user_find's own statement
 
 
 def test_a_read_finds_its_person_with_the_key_not_in_a_query_of_its_own(acme, globex) -> None:
@@ -71,7 +71,7 @@ def test_a_person_read_without_the_lock_is_read_again_by_a_write_and_only_then(a
         EndUser.objects.filter(pk=alice.pk).update(memory_enabled=False)  # changed since
         with CaptureQueriesContext(connection) as queries:
             content, is_error = tool_run(tenant=acme.tenant, user_id="alice", end_user=stale,
-                                         person_locked=False, payload=create)
+                                         end_user_locked=False, payload=create)
         assert is_error and "memory is disabled by the user" in content
         assert [q for q in queries.captured_queries
                 if PERSON_ALONE in q["sql"] and "FOR NO KEY UPDATE" in q["sql"]]
@@ -81,7 +81,7 @@ def test_a_person_read_without_the_lock_is_read_again_by_a_write_and_only_then(a
         # A read takes the person as handed over: no statement of its own, nothing locked.
         with CaptureQueriesContext(connection) as queries:
             content, is_error = tool_run(
-                tenant=acme.tenant, user_id="alice", end_user=stale, person_locked=False,
+                tenant=acme.tenant, user_id="alice", end_user=stale, end_user_locked=False,
                 payload={"command": "view", "path": "/memories"},
             )
         assert not is_error
@@ -91,7 +91,7 @@ def test_a_person_read_without_the_lock_is_read_again_by_a_write_and_only_then(a
         locked = EndUser.objects.select_for_update(no_key=True).get(pk=alice.pk)
         with CaptureQueriesContext(connection) as queries:
             content, is_error = tool_run(tenant=acme.tenant, user_id="alice", end_user=locked,
-                                         person_locked=True, payload=create)
+                                         end_user_locked=True, payload=create)
         assert not is_error, content
         assert not [q for q in queries.captured_queries if PERSON_ALONE in q["sql"]]
 

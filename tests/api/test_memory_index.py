@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memoryhub.models import EndUser, MemoryDocument, Profile
-from memoryhub.services.documents import enduser_get_or_create
+from memoryhub.services.documents import end_user_get_or_create
 from tenants.context import tenant_context
 from tests.api.helpers import end_user_exists
 from tests.factories import DocumentFactory
@@ -142,7 +142,7 @@ class TestIndex:
     def test_query_count_is_small_and_constant(self, acme, django_assert_max_num_queries) -> None:
         def seed(count: int) -> None:
             with tenant_context(acme.tenant.id):
-                end_user = enduser_get_or_create(tenant=acme.tenant, user_id=f"u{count}")
+                end_user = end_user_get_or_create(tenant=acme.tenant, user_id=f"u{count}")
                 MemoryDocument.objects.bulk_create([
                     MemoryDocument(tenant=acme.tenant, end_user=end_user, scope=scope,
                                    scope_key=key, path=f"/{scope}/{n}.md", content="x",

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memoryhub.errors import DocumentTooLarge, TooManyWrites
 from memoryhub.models import MemoryEvent, WriteTally
-from memoryhub.services.documents import document_put, enduser_get_or_create
+from memoryhub.services.documents import document_put, end_user_get_or_create
 from memoryhub.services.limits import write_tally_take
 from memoryhub.services.retention import write_tallies_purge
 from memoryhub.services.writer import Writer
@@ -55,7 +55,7 @@ class TestDocumentBytes:
         set_limits(acme, max_document_bytes=5)
         acme.tenant.refresh_from_db()  # services read limits from the Tenant they are given
         with tenant_context(acme.tenant.id):
-            end_user = enduser_get_or_create(tenant=acme.tenant, user_id="alice")
+            end_user = end_user_get_or_create(tenant=acme.tenant, user_id="alice")
             for actor in ("app", "user"):
                 with pytest.raises(DocumentTooLarge):
                     document_put(writer=Writer(tenant=acme.tenant, actor=actor),
@@ -127,7 +127,7 @@ class TestWritesPerTurn:
         set_limits(acme, max_writes_per_turn=1)
         acme.tenant.refresh_from_db()
         with tenant_context(acme.tenant.id):
-            end_user = enduser_get_or_create(tenant=acme.tenant, user_id="alice")
+            end_user = end_user_get_or_create(tenant=acme.tenant, user_id="alice")
             for n in range(3):
                 document_put(writer=Writer(tenant=acme.tenant, actor="app"),
                              end_user=end_user, scope="global", scope_key="",
@@ -137,7 +137,7 @@ class TestWritesPerTurn:
     def test_the_window_is_sixty_seconds(self, acme) -> None:
         acme.tenant.max_writes_per_turn = 1
         with tenant_context(acme.tenant.id):
-            end_user = enduser_get_or_create(tenant=acme.tenant, user_id="alice")
+            end_user = end_user_get_or_create(tenant=acme.tenant, user_id="alice")
             write_tally_take(tenant=acme.tenant, end_user=end_user, turn_id=None,
                              session_id="s", now=120.0)
             with pytest.raises(TooManyWrites):
@@ -151,7 +151,7 @@ class TestWritesPerTurn:
         session (even one whose id extends this one's) has its own count."""
         acme.tenant.max_writes_per_turn = 2
         with tenant_context(acme.tenant.id):
-            end_user = enduser_get_or_create(tenant=acme.tenant, user_id="alice")
+            end_user = end_user_get_or_create(tenant=acme.tenant, user_id="alice")
 
             def take(now: float, session_id: str = "s") -> None:
                 write_tally_take(tenant=acme.tenant, end_user=end_user, turn_id=None,

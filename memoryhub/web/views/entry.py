@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from memoryhub.services.people import enduser_account_link, portal_link_redeem
+from memoryhub.services.people import end_user_account_link, portal_link_redeem
 from memoryhub.web.access import ADMIN_ROLES
 from memoryhub.web.adapters import INVITATION_SESSION_KEY
 from memoryhub.web.http import HtmxHttpRequest
@@ -48,7 +48,7 @@ def portal_redeem(request: HtmxHttpRequest, token: str) -> HttpResponse:
         return render(request, "web/portal_error.html", status=410)
     if request.user.is_authenticated:
         with tenant_context(end_user.tenant_id):
-            enduser_account_link(end_user=end_user, user=request.user)
+            end_user_account_link(end_user=end_user, user=request.user)
         messages.success(request, "This memory page is now linked to your account.")
     else:
         portal_grant_start(request, tenant_id=end_user.tenant_id, end_user_id=end_user.pk)

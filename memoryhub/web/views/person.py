@@ -16,9 +16,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memoryhub.errors import DocumentNotFound, MemoryError_, VersionMismatch
+from memoryhub.errors import DocumentNotFound, MemoryRefusal, VersionMismatch
 from memoryhub.models import Actor, MemoryDocument
-from memoryhub.selectors.people import person_export
+from memoryhub.selectors.people import end_user_export
 from memoryhub.services.documents import document_put, document_remove
 from memoryhub.services.people import end_user_forget, end_user_memory_set, session_forget
 from memoryhub.services.writer import Writer
@@ -35,7 +35,7 @@ from memoryhub.web.forms import (
 from memoryhub.web.http import HtmxHttpRequest
 from memoryhub.web.partials import is_partial_request, render_page
 from memoryhub.web.portal import portal_grant_end
-from memoryhub.web.selectors import person_document, person_memory
+from memoryhub.web.selectors import end_user_document, end_user_memory
 
 TEMPLATE = "web/person.html"
 STALE_MESSAGE = (
@@ -56,7 +56,7 @@ def _context(access: PersonAccess, **extra: Any) -> dict[str, Any]:
         "tenant": access.tenant,
         "end_user": end_user,
         "person_url": _person_url(access),
-        "groups": person_memory(end_user=end_user),
+        "groups": end_user_memory(end_user=end_user),
         "forget_word": FORGET_WORD,
         "forget_form": extra.pop("forget_form", None) or ForgetForm(),
         **extra,
@@ -73,7 +73,7 @@ def _document(
 
 
 def _document_or_404(access: PersonAccess, document_id: int) -> MemoryDocument:
-    doc = person_document(end_user=access.end_user, document_id=document_id)
+    doc = end_user_document(end_user=access.end_user, document_id=document_id)
     if doc is None:
         raise Http404("No such document")
     return doc
@@ -134,7 +134,7 @@ def document_edit(request: HtmxHttpRequest, access: PersonAccess, document_id: i
         )
     except VersionMismatch:
         return _stale(request, access, document_id, attempted=data["content"])
-    except MemoryError_ as error:
+    except MemoryRefusal as error:
         form.add_error(None, error.message)
         return _document(request, access, doc, state="edit", form=form, status=422)
     if not is_partial_request(request):
@@ -146,7 +146,7 @@ def document_edit(request: HtmxHttpRequest, access: PersonAccess, document_id: i
 def _stale(request: HtmxHttpRequest, access: PersonAccess, document_id: int,
            *, attempted: str) -> HttpResponse:
     """Refuse a stale edit: nothing is written; the newer text comes back to edit instead."""
-    newer = person_document(end_user=access.end_user, document_id=document_id)
+    newer = end_user_document(end_user=access.end_user, document_id=document_id)
     if newer is None:
         return _list_changed(
             request, access, "This document was deleted after you opened it; nothing was saved.",
@@ -228,7 +228,7 @@ def forget(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
 @person_page
 @require_GET
 def export(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
-    body = export_json(person_export(user_id=access.end_user.user_id))
+    body = export_json(end_user_export(user_id=access.end_user.user_id))
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     response = HttpResponse(body, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="memory-{stamp}.json"'
