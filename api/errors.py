@@ -10,6 +10,8 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from memoryhub.errors import MemoryRefusal
+
 
 class ApiError(exceptions.APIException):
     """An error with the contract's snake_case code: ``raise ApiError(400, "invalid_user_id", ...)``."""
@@ -56,6 +58,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(error_body("request_too_large", TOO_LARGE_MESSAGE), status=413)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")
+    if isinstance(exc, MemoryRefusal):  # a domain refusal a view lets through: its own code
+        exc = ApiError(exc.http_status, exc.code, exc.message)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -28,16 +28,22 @@ from rest_framework import serializers
 from api.serializers import Page, next_cursor
 from memoryhub.models import (
     Actor,
+    Conversation,
     EventType,
     MemoryDocument,
     MemoryEvent,
+    Message,
+    MessageRole,
     PortalLink,
     Profile,
     Scope,
     WebhookEndpoint,
 )
+from memoryhub.selectors.conversations import History
 from memoryhub.selectors.people import EndUserExport, EndUserSummary
 from memoryhub.selectors.recall import Recall
+from memoryhub.selectors.turn_context import TurnContext
+from memoryhub.services.conversations import Capture
 from memoryhub.services.webhooks import secret_masked
 from memoryhub.store.recall import RecallHit
 from tenants.models import DEFAULT_LIMITS, Tenant
@@ -411,3 +417,137 @@ class MemorySnapshot(serializers.Serializer):
 def snapshot_representation(text: str) -> dict[str, Any]:
     """``MemorySnapshot``."""
     return {"text": text}
+
+
+# --- Conversations ---------------------------------------------------------------------------
+
+
+class CapturedMessageSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    client_id = serializers.CharField(allow_null=True, help_text="the caller's own id, or null")
+    seq = serializers.IntegerField(help_text="position in the conversation, from 1")
+    role = serializers.ChoiceField(choices=MessageRole.values)
+    created_at = serializers.DateTimeField()
+
+
+class DroppedSerializer(serializers.Serializer):
+    excluded_role = serializers.IntegerField()
+    empty = serializers.IntegerField()
+    duplicate = serializers.IntegerField(help_text="an id already captured in this session")
+
+
+class CaptureResultSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    conversation_id = serializers.UUIDField(allow_null=True)
+    captured = CapturedMessageSerializer(many=True)
+    dropped = DroppedSerializer()
+    redacted = serializers.IntegerField(help_text="messages stored with something redacted")
+
+
+def capture_representation(capture: Capture) -> dict[str, Any]:
+    """``CaptureResultSerializer``."""
+    return {
+        "enabled": capture.enabled,
+        "conversation_id": capture.conversation_id,
+        "captured": [
+            {"id": m.id, "client_id": m.client_id or None, "seq": m.seq, "role": m.role,
+             "created_at": m.created_at}
+            for m in capture.captured
+        ],
+        "dropped": dict(capture.dropped),
+        "redacted": capture.redacted,
+    }
+
+
+class MessageSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    client_id = serializers.CharField(allow_null=True)
+    conversation_id = serializers.UUIDField()
+    seq = serializers.IntegerField()
+    role = serializers.ChoiceField(choices=MessageRole.values)
+    content = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+    metadata = serializers.DictField()
+
+
+class MessagePageSerializer(serializers.Serializer):
+    messages = MessageSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+def message_representation(message: Message) -> dict[str, Any]:
+    """``MessageSerializer``."""
+    return {
+        "id": message.id, "client_id": message.client_id or None,
+        "conversation_id": message.conversation_id, "seq": message.seq, "role": message.role,
+        "content": message.content, "created_at": message.created_at,
+        "metadata": message.metadata,
+    }
+
+
+def message_page_representation(rows: Sequence[Message], page: Page) -> dict[str, Any]:
+    return keyset_page(rows, page, items="messages", represent=message_representation,
+                       key=lambda m: (str(m.conversation_id), str(m.seq)))
+
+
+class ConversationSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    session_id = serializers.CharField()
+    profile = serializers.CharField(allow_null=True)
+    process = serializers.CharField(allow_null=True)
+    started_at = serializers.DateTimeField()
+    last_message_at = serializers.DateTimeField()
+    message_count = serializers.IntegerField()
+    summary = serializers.CharField(allow_null=True, allow_blank=True)
+    summary_updated_at = serializers.DateTimeField(allow_null=True)
+
+
+class ConversationPageSerializer(serializers.Serializer):
+    conversations = ConversationSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True, help_text="pass it as `before`")
+
+
+def conversation_representation(conversation: Conversation) -> dict[str, Any]:
+    """``ConversationSerializer``: absent profile, process and summary are null."""
+    return {
+        "id": conversation.id, "session_id": conversation.session_id,
+        "profile": conversation.profile or None, "process": conversation.process or None,
+        "started_at": conversation.started_at, "last_message_at": conversation.last_message_at,
+        "message_count": conversation.message_count,
+        "summary": conversation.summary if conversation.summary_updated_at else None,
+        "summary_updated_at": conversation.summary_updated_at,
+    }
+
+
+def conversation_page_representation(rows: Sequence[Conversation], page: Page) -> dict[str, Any]:
+    return keyset_page(rows, page, items="conversations", represent=conversation_representation,
+                       key=lambda c: (c.last_message_at.isoformat(), str(c.id)))
+
+
+class HistorySerializer(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    text = serializers.CharField(allow_blank=True, help_text="<conversation_history> block or ''")
+    conversations = ConversationSerializer(many=True, help_text="those in `text`, newest first")
+
+
+def history_representation(history: History) -> dict[str, Any]:
+    """``HistorySerializer``."""
+    return {"enabled": history.enabled, "text": history.text,
+            "conversations": [conversation_representation(c) for c in history.conversations]}
+
+
+class TurnContextSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    index = MemoryIndex()
+    recall = RecallOutputSerializer(allow_null=True, help_text="null without a query")
+    history = HistorySerializer(allow_null=True, help_text="null when history is 0")
+
+
+def turn_context_representation(context: TurnContext) -> dict[str, Any]:
+    """``TurnContextSerializer``."""
+    return {
+        "enabled": context.enabled,
+        "index": context.index,
+        "recall": None if context.recall is None else recall_representation(context.recall),
+        "history": None if context.history is None else history_representation(context.history),
+    }

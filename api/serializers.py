@@ -122,12 +122,13 @@ CURSOR_PARAMETER = OpenApiParameter(
 )
 
 
-def parse_limit(query: Mapping[str, str], default: int = DEFAULT_PAGE_SIZE) -> int:
+def parse_limit(query: Mapping[str, str], default: int = DEFAULT_PAGE_SIZE,
+                maximum: int = MAX_PAGE_SIZE) -> int:
     raw = query.get("limit")
     if not raw:  # absent or empty
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE_SIZE:
-        raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to {MAX_PAGE_SIZE}.")
+    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+        raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to {maximum}.")
     return int(raw)
 
 
@@ -375,3 +376,53 @@ class MemoryToolInput(serializers.Serializer):
     profile = serializers.CharField(required=False)
     scope = serializers.ChoiceField(choices=["session", "profile", "global"], required=False)
     turn_id = serializers.CharField(required=False)
+
+
+# --- Conversations ---------------------------------------------------------------------------
+# The capture body is checked by memoryhub.services.conversations (each message's problem has
+# its own code); these declarations document it.
+
+
+class CaptureMessageInput(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["system", "developer", "user", "assistant", "tool"])
+    content = serializers.CharField(allow_blank=True, help_text="text; credentials are redacted")
+    id = serializers.CharField(required=False, max_length=128,
+                               help_text="your own message id: a retry with it stores nothing")
+    created_at = serializers.DateTimeField(required=False, help_text="default: capture time")
+    metadata = serializers.DictField(required=False, help_text="a JSON object, at most 4 KiB")
+
+
+class CaptureInput(serializers.Serializer):
+    messages = CaptureMessageInput(many=True, help_text="1-100 messages, in order")
+    profile = serializers.CharField(required=False, allow_null=True)
+    process = serializers.CharField(required=False, allow_null=True,
+                                    help_text="the agent or workflow, e.g. support-agent")
+    new_conversation = serializers.BooleanField(required=False, default=False)
+
+
+class SummaryPutSerializer(serializers.Serializer):
+    summary = StrictStringField(raw_text=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        reject_unknown_fields(self)
+        return attrs
+
+
+MAX_HISTORY_CONVERSATIONS = 50
+
+
+class TurnContextInputSerializer(serializers.Serializer):
+    session_id = StrictStringField(required=False, allow_null=True)
+    profile = StrictStringField(required=False, allow_null=True)
+    query = StrictStringField(required=False, allow_null=True, max_length=MAX_QUERY_CHARS,
+                              help_text="recall runs only with a query")
+    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    threshold = StrictFloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True)
+    history = serializers.IntegerField(
+        min_value=0, max_value=MAX_HISTORY_CONVERSATIONS, default=0,
+        help_text="how many earlier conversations to include (this session's left out)",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        reject_unknown_fields(self)
+        return attrs

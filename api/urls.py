@@ -1,5 +1,13 @@
 from django.urls import path, re_path
 
+from api.views.conversations import (
+    ConversationListView,
+    ConversationSummaryView,
+    ConversationView,
+    HistoryView,
+    SessionMessagesView,
+    TurnContextView,
+)
 from api.views.documents import (
     DocumentListView,
     GlobalDocumentView,
@@ -49,6 +57,16 @@ urlpatterns = [
     path("users/<str:user_id>/recall", RecallView.as_view(), name="recall"),
     path("users/<str:user_id>/memory/snapshot", MemorySnapshotView.as_view(),
          name="memory-snapshot"),
+    path("users/<str:user_id>/sessions/<str:session_id>/messages", SessionMessagesView.as_view(),
+         name="session-messages"),
+    path("users/<str:user_id>/conversations", ConversationListView.as_view(),
+         name="conversations"),
+    path("users/<str:user_id>/conversations/<str:conversation_id>", ConversationView.as_view(),
+         name="conversation"),
+    path("users/<str:user_id>/conversations/<str:conversation_id>/summary",
+         ConversationSummaryView.as_view(), name="conversation-summary"),
+    path("users/<str:user_id>/history", HistoryView.as_view(), name="history"),
+    path("users/<str:user_id>/context", TurnContextView.as_view(), name="turn-context"),
     path("webhooks", WebhookListView.as_view(), name="webhooks"),
     path("webhooks/<int:webhook_id>", WebhookView.as_view(), name="webhook"),
 ]

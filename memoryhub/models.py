@@ -15,6 +15,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import HalfVectorField
 
+from memoryhub.identifiers import uuid7
 from memoryhub.infra.embeddings.base import PROVIDER_KEY_MAX
 from tenants.managers import TenantOwned
 from tenants.rls import TenantRowLevelSecurity
@@ -153,6 +154,96 @@ class Passage(TenantOwned):
                 fields=["tenant", "document"], condition=models.Q(embedding__isnull=True),
                 name="passage_unembedded",
             ),
+        ]
+
+
+class MessageRole(models.TextChoices):
+    SYSTEM = "system"
+    DEVELOPER = "developer"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Conversation(TenantOwned):
+    """One conversation of a session: the history side, kept apart from searchable memory.
+
+    A session holds one or more conversations; capture starts a new one after the tenant's
+    inactivity timeout or on request. Only ``summary`` (and the counters capture keeps) ever
+    change; messages are append-only. ``id`` is a UUID v7, so ordering by id is ordering by
+    start, and ``(end_user, session_id, id)`` finds a session's latest conversation.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    end_user = models.ForeignKey(
+        EndUser, on_delete=models.CASCADE, related_name="conversations", db_index=False
+    )
+    session_id = models.CharField(max_length=128)
+    profile = models.CharField(max_length=64, blank=True, default="")
+    process = models.CharField(max_length=128, blank=True, default="")
+    started_at = models.DateTimeField()
+    last_message_at = models.DateTimeField()
+    message_count = models.PositiveIntegerField(default=0)
+    summary = models.TextField(blank=True, default="")
+    summary_updated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [TenantRowLevelSecurity(name="conversation_rls")]
+        indexes = [
+            # Capture: the session's latest conversation; reads of one session's conversations.
+            models.Index(fields=["tenant", "end_user", "session_id", "id"],
+                         name="conversation_session"),
+            # The person's conversations newest first: the list, history, the pages.
+            models.Index(fields=["tenant", "end_user", "-last_message_at"],
+                         name="conversation_user_recent"),
+            # Retention: conversations whose last message is older than the cutoff.
+            models.Index(fields=["tenant", "last_message_at"], name="conversation_tenant_last"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}/{self.id}"
+
+
+class Message(TenantOwned):
+    """One captured message, never rewritten. ``seq`` counts the conversation's messages
+    from 1 without gaps; ``client_id`` is the caller's own id, unique in the session, which
+    makes a retried capture harmless.
+
+    Messages outnumber everything else, so the table carries four indexes only: the primary
+    key (a UUID v7, so appended in order) and three beginning with ``tenant_id``: the
+    conversation's order (which also serves deletes by conversation), the session's order
+    (and the person's rows), and the retry key.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+", db_index=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False
+    )
+    session_id = models.CharField(max_length=128)
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=MessageRole.choices)
+    content = models.TextField()
+    client_id = models.CharField(max_length=128, blank=True, default="")
+    metadata = models.JSONField(default=dict)
+    created_at = models.DateTimeField()  # the caller's time of the message, else capture's
+    captured_at = models.DateTimeField()
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "conversation", "seq"],
+                                    name="message_conversation_seq"),
+            models.UniqueConstraint(
+                fields=["tenant", "end_user", "session_id", "client_id"],
+                condition=~models.Q(client_id=""), name="message_unique_client_id",
+            ),
+            TenantRowLevelSecurity(name="message_rls"),
+        ]
+        indexes = [
+            # A session's messages in capture order (conversation ids are time-ordered), and
+            # everything of one person (forget-everything, export).
+            models.Index(fields=["tenant", "end_user", "session_id", "conversation", "seq"],
+                         name="message_session_order"),
         ]
 
 

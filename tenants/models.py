@@ -20,6 +20,10 @@ DEFAULT_LIMITS: dict[str, int] = {
 LIMIT_FIELDS = tuple(DEFAULT_LIMITS)
 
 
+def default_excluded_roles() -> list[str]:
+    return ["system"]
+
+
 def _limit_field(name: str) -> models.PositiveIntegerField:
     return models.PositiveIntegerField(
         null=True, blank=True, default=DEFAULT_LIMITS[name], validators=[MinValueValidator(1)]
@@ -42,6 +46,26 @@ class Tenant(models.Model):
         help_text="Session-scope memory older than this many days is purged; blank keeps it.",
     )
     recall_threshold = models.FloatField(default=0.15)
+    # Conversations (spec: "Conversations", "Facts"): the capture policy, applied in this
+    # order: excluded roles, empty messages, redaction (memoryhub.capture_policy).
+    capture_excluded_roles = models.JSONField(default=default_excluded_roles, blank=True)
+    capture_drop_empty = models.BooleanField(default=True)
+    capture_redact = models.JSONField(default=list, blank=True)  # regular expressions
+    conversation_timeout_minutes = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1)]
+    )
+    max_message_bytes = models.PositiveIntegerField(
+        null=True, blank=True, default=65536, validators=[MinValueValidator(1)]
+    )
+    max_history_tokens = models.PositiveIntegerField(
+        null=True, blank=True, default=2000, validators=[MinValueValidator(1)]
+    )
+    augmentation_enabled = models.BooleanField(default=True)
+    conversation_days = models.PositiveIntegerField(
+        null=True, blank=True, default=None, validators=[MinValueValidator(1)],
+        help_text="Conversations whose last message is older than this many days are deleted; "
+        "blank keeps them.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

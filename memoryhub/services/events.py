@@ -62,3 +62,13 @@ def pressure_event(
         tenant_id=tenant_id, type=EventType.PRESSURE, user_id=user_id, actor=actor, data=data
     )
 
+
+
+def conversation_deleted_event(*, tenant_id: int, user_id: str, actor: str,
+                               conversation_id: str) -> MemoryEvent:
+    """A deleted conversation: ``change`` ``deleted`` with its id; it has no path or scope."""
+    data = {"change": "deleted", "path": None, "scope": None, "scope_key": None,
+            "conversation_id": conversation_id}
+    return event_record(
+        tenant_id=tenant_id, type=EventType.CHANGED, user_id=user_id, actor=actor, data=data
+    )

@@ -1,0 +1,362 @@
+"""Writes of conversation history (spec: Conversations): capture, summaries, deletion.
+
+History is an append-only archive, kept apart from the documents recall searches. Capture
+appends messages to the session's latest conversation, or starts one after the tenant's
+inactivity timeout (or on ``new_conversation``); messages are never rewritten, and a
+conversation's summary is the only thing that changes.
+
+Concurrency. Capture holds the person's write lock (the end user's row, ``FOR NO KEY
+UPDATE``, as every memory write does: ``memoryhub.services.documents``), so two captures into
+one session run one after the other: ``seq`` stays gapless and the retry check (``client_id``
+already in the session) cannot race. Deletion takes the same lock; retention, which deletes
+without it, locks the conversation rows it deletes, and capture locks the conversation it
+appends to, so a conversation is either deleted before a capture reads it or after the
+capture committed (the retention statement then re-checks its cutoff and keeps it).
+
+Errors. Every message is checked before anything is written: a request is all or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from memoryhub.capture_policy import CapturePolicy, dropped_reason, policy_for, redacted
+from memoryhub.errors import MemoryDisabled, MemoryRefusal
+from memoryhub.identifiers import USER_ID_RULE, is_user_id
+from memoryhub.models import Actor, Conversation, EndUser, Message, MessageRole
+from memoryhub.selectors.conversations import conversation_find
+from memoryhub.selectors.documents import memory_disabled_reason
+from memoryhub.services.documents import end_user_get_or_create
+from memoryhub.services.events import conversation_deleted_event
+from memoryhub.store.end_users import end_user_find
+from tenants.models import Tenant
+
+MAX_MESSAGES_PER_REQUEST = 100
+MAX_METADATA_BYTES = 4096
+MAX_SUMMARY_BYTES = 65536
+ROLES = frozenset(MessageRole.values)
+DROP_REASONS = ("excluded_role", "empty", "duplicate")
+
+
+class CaptureRefusal(MemoryRefusal):
+    """A captured message the contract refuses; ``code`` names why (``invalid_role``, ...)."""
+
+    http_status = 400
+
+    def __init__(self, code: str, message: str, http_status: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+        self.http_status = http_status
+
+
+class ConversationNotFound(MemoryRefusal):
+    code = "not_found"
+    http_status = 404
+
+
+# --- checking a capture ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    role: str
+    content: str
+    client_id: str  # "" when the caller gave none
+    created_at: datetime | None
+    metadata: dict[str, Any]
+
+
+def messages_checked(raw: object, *, max_message_bytes: int | None) -> list[IncomingMessage]:
+    """The request's ``messages``, each checked; the first problem refuses them all."""
+    if not isinstance(raw, list) or not raw:
+        raise CaptureRefusal("invalid_message", "The body must hold a non-empty `messages` list.")
+    if len(raw) > MAX_MESSAGES_PER_REQUEST:
+        raise CaptureRefusal(
+            "too_many_messages",
+            f"At most {MAX_MESSAGES_PER_REQUEST} messages a request; send the rest in another.",
+        )
+    return [_message_checked(item, index, max_message_bytes) for index, item in enumerate(raw)]
+
+
+def _message_checked(item: object, index: int, max_bytes: int | None) -> IncomingMessage:
+    where = f"messages[{index}]"
+    if not isinstance(item, dict) or "role" not in item or "content" not in item:
+        raise CaptureRefusal("invalid_message", f"{where} must be an object with role and content.")
+    unknown = set(item) - {"role", "content", "id", "created_at", "metadata"}
+    if unknown:
+        raise CaptureRefusal("invalid_message", f"{where} has unknown fields: "
+                             f"{', '.join(sorted(map(str, unknown)))}.")
+    role = item["role"]
+    if role not in ROLES:
+        raise CaptureRefusal("invalid_role", f"{where}.role must be one of "
+                             f"{', '.join(MessageRole.values)}.")
+    content = _text_checked(item["content"], f"{where}.content")
+    if max_bytes is not None and len(content.encode("utf-8")) > max_bytes:
+        raise CaptureRefusal(
+            "message_too_large",
+            f"{where} is over the tenant's max_message_bytes ({max_bytes} bytes); nothing was "
+            "stored. Split it or shorten it.", http_status=422,
+        )
+    return IncomingMessage(
+        role=role, content=content, client_id=_client_id(item.get("id"), where),
+        created_at=_created_at(item.get("created_at"), where),
+        metadata=_metadata(item.get("metadata"), where),
+    )
+
+
+def _text_checked(value: object, where: str) -> str:
+    """Text is a ``str`` that encodes to UTF-8 (no lone surrogate, which the body parser
+    makes of invalid UTF-8) and holds no NUL (PostgreSQL text cannot)."""
+    if not isinstance(value, str):
+        raise CaptureRefusal("not_text", f"{where} must be a string.")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CaptureRefusal("not_text", f"{where} is not valid UTF-8 text.") from None
+    if "\x00" in value:
+        raise CaptureRefusal("not_text", f"{where} holds a NUL character.")
+    return value
+
+
+def _client_id(value: object, where: str) -> str:
+    if value is None:
+        return ""
+    if not is_user_id(value):
+        raise CaptureRefusal("invalid_message", f"{where}.id must be {USER_ID_RULE}.")
+    return value
+
+
+def _created_at(value: object, where: str) -> datetime | None:
+    if value is None:
+        return None
+    parsed = parse_datetime(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise CaptureRefusal("invalid_message",
+                             f"{where}.created_at must be an ISO 8601 time, e.g. 2026-11-06T17:02:11Z.")
+    if timezone.is_naive(parsed):
+        parsed = parsed.replace(tzinfo=UTC)  # the contract's times are UTC
+    return parsed
+
+
+def _metadata(value: object, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CaptureRefusal("invalid_message", f"{where}.metadata must be a JSON object.")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError):
+        raise CaptureRefusal("not_text", f"{where}.metadata holds text that is not UTF-8.") from None
+    if len(encoded) > MAX_METADATA_BYTES:
+        raise CaptureRefusal("invalid_message",
+                             f"{where}.metadata is over {MAX_METADATA_BYTES} bytes of JSON.")
+    if b"\\u0000" in encoded:  # json escapes NUL; PostgreSQL's jsonb refuses it
+        raise CaptureRefusal("not_text", f"{where}.metadata holds a NUL character.")
+    return value
+
+
+# --- capture ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Capture:
+    """What a capture did: the reply's fields."""
+
+    enabled: bool
+    conversation_id: UUID | None = None
+    captured: list[Message] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROP_REASONS, 0))
+    redacted: int = 0
+
+
+def tenant_capture_policy(tenant: Tenant) -> CapturePolicy:
+    return policy_for(excluded_roles=tenant.capture_excluded_roles,
+                      drop_empty=tenant.capture_drop_empty, redact=tenant.capture_redact)
+
+
+def messages_capture(
+    *, tenant: Tenant, user_id: str, end_user: EndUser | None, session_id: str,
+    messages: Sequence[IncomingMessage], profile: str | None = None, process: str | None = None,
+    new_conversation: bool = False,
+) -> Capture:
+    """Append ``messages`` (already checked) to the session's history, in order.
+
+    ``end_user`` is the person if the caller already read them with the write lock (the
+    API's key statement does), else None: the person is then read (or created) and locked
+    here. Memory off for the tenant, the profile or the person stores nothing.
+    """
+    if memory_disabled_reason(tenant=tenant, end_user=end_user, profile=profile) is not None:
+        return Capture(enabled=False)
+    if end_user is None:
+        end_user = end_user_get_or_create(tenant=tenant, user_id=user_id)
+        if not end_user.memory_enabled:
+            return Capture(enabled=False)
+    result = Capture(enabled=True)
+    already = _captured_client_ids(end_user, session_id, {m.client_id for m in messages})
+    kept = _apply_policy(tenant_capture_policy(tenant), messages, already, result)
+    if not kept:
+        result.conversation_id = next(iter(already.values()), None) if already else None
+        return result
+    now = timezone.now()
+    first_at = kept[0].created_at or now
+    conversation = _target_conversation(
+        end_user=end_user, session_id=session_id, at=first_at, timeout=tenant.conversation_timeout_minutes,
+        new_conversation=new_conversation, profile=profile, process=process, now=now,
+    )
+    result.captured = _append(conversation, kept, now=now)
+    result.conversation_id = conversation.id
+    return result
+
+
+def _captured_client_ids(end_user: EndUser, session_id: str, client_ids: set[str]) -> dict[str, UUID]:
+    """The caller's ids already captured in this session -> their conversation."""
+    client_ids.discard("")
+    if not client_ids:
+        return {}
+    rows = (Message.objects.filter(end_user=end_user, session_id=session_id,
+                                   client_id__in=sorted(client_ids))
+            .exclude(client_id="").values_list("client_id", "conversation_id"))
+    return dict(rows)
+
+
+def _apply_policy(
+    policy: CapturePolicy, messages: Sequence[IncomingMessage], already: Mapping[str, UUID],
+    result: Capture,
+) -> list[IncomingMessage]:
+    """The messages to store: retries, excluded roles and empty ones dropped (counted in
+    ``result.dropped``), the rest redacted (messages changed counted in ``result.redacted``)."""
+    kept: list[IncomingMessage] = []
+    seen: set[str] = set(already)
+    for message in messages:
+        if message.client_id and message.client_id in seen:
+            result.dropped["duplicate"] += 1
+            continue
+        reason = dropped_reason(policy, role=message.role, content=message.content)
+        if reason is not None:
+            result.dropped[reason] += 1
+            continue
+        if message.client_id:
+            seen.add(message.client_id)
+        content, replaced = redacted(policy, message.content)
+        if replaced:
+            result.redacted += 1
+            message = IncomingMessage(message.role, content, message.client_id,
+                                      message.created_at, message.metadata)
+        kept.append(message)
+    return kept
+
+
+def _target_conversation(
+    *, end_user: EndUser, session_id: str, at: datetime, timeout: int, new_conversation: bool,
+    profile: str | None, process: str | None, now: datetime,
+) -> Conversation:
+    """The session's latest conversation, locked, if the new messages continue it; else a new one."""
+    if not new_conversation:
+        latest = (Conversation.objects.select_for_update(no_key=True)
+                  .filter(end_user=end_user, session_id=session_id).order_by("-id").first())
+        if latest is not None and at - latest.last_message_at < timedelta(minutes=timeout):
+            return latest
+    conversation = Conversation(
+        tenant_id=end_user.tenant_id, end_user=end_user, session_id=session_id,
+        profile=profile or "", process=process or "", started_at=at, last_message_at=at,
+        message_count=0,
+    )
+    conversation.save(force_insert=True)
+    return conversation
+
+
+def _append(conversation: Conversation, kept: Sequence[IncomingMessage], *, now: datetime) -> list[Message]:
+    rows = [
+        Message(
+            tenant_id=conversation.tenant_id, end_user_id=conversation.end_user_id,
+            conversation=conversation, session_id=conversation.session_id,
+            seq=conversation.message_count + offset, role=message.role, content=message.content,
+            client_id=message.client_id, metadata=message.metadata,
+            created_at=message.created_at or now, captured_at=now,
+        )
+        for offset, message in enumerate(kept, start=1)
+    ]
+    Message.objects.bulk_create(rows)
+    conversation.message_count += len(rows)
+    conversation.last_message_at = max([conversation.last_message_at, *(r.created_at for r in rows)])
+    conversation.save(update_fields=["message_count", "last_message_at"])
+    return rows
+
+
+# --- summaries and deletion ------------------------------------------------------------------
+
+
+def conversation_summary_put(
+    *, tenant: Tenant, end_user: EndUser | None, conversation_id: str, summary: object
+) -> Conversation:
+    """Replace the conversation's rolling summary (redacted like a captured message)."""
+    text = _text_checked(summary, "summary")
+    if len(text.encode("utf-8")) > MAX_SUMMARY_BYTES:
+        raise CaptureRefusal("summary_too_large",
+                             f"summary is at most {MAX_SUMMARY_BYTES} bytes.", http_status=422)
+    conversation = _locked_conversation(end_user, conversation_id)
+    reason = memory_disabled_reason(tenant=tenant, end_user=end_user, profile=conversation.profile or None)
+    if reason is not None:
+        raise MemoryDisabled(f"Memory is disabled {reason}; the summary was not stored.")
+    conversation.summary, _ = redacted(tenant_capture_policy(tenant), text)
+    conversation.summary_updated_at = timezone.now()
+    conversation.save(update_fields=["summary", "summary_updated_at"])
+    return conversation
+
+
+def conversation_delete(*, tenant: Tenant, user_id: str, conversation_id: str, actor: str) -> None:
+    """Delete one conversation and its messages, with a ``memory.changed`` ``deleted`` event."""
+    end_user = end_user_find(user_id=user_id, for_update=True)
+    conversation = _locked_conversation(end_user, conversation_id)
+    conversations_remove(tenant=tenant, user_id=user_id, ids=[conversation.id], actor=actor)
+
+
+def _locked_conversation(end_user: EndUser | None, conversation_id: str) -> Conversation:
+    conversation = conversation_find(end_user=end_user, conversation_id=conversation_id,
+                                     for_update=True)
+    if conversation is None:
+        raise ConversationNotFound("No conversation with this id.")
+    return conversation
+
+
+def conversations_remove(*, tenant: Tenant, user_id: str, ids: Iterable[UUID], actor: str) -> int:
+    """Delete these conversations (messages first, in one statement), one event each."""
+    ids = list(ids)
+    if not ids:
+        return 0
+    Message.objects.filter(conversation_id__in=ids).delete()
+    Conversation.objects.filter(id__in=ids).delete()
+    for conversation_id in ids:
+        conversation_deleted_event(tenant_id=tenant.id, user_id=user_id, actor=actor,
+                                   conversation_id=str(conversation_id))
+    return len(ids)
+
+
+RETENTION_BATCH = 500  # conversations per transaction
+
+
+def conversations_expired_purge(*, tenant: Tenant, now: datetime) -> int:
+    """Delete up to RETENTION_BATCH of the tenant's conversations whose last message is older
+    than ``conversation_days``; returns how many (the caller loops until 0)."""
+    if tenant.conversation_days is None:
+        return 0
+    cutoff = now - timedelta(days=tenant.conversation_days)
+    doomed = list(
+        Conversation.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(last_message_at__lt=cutoff).order_by("last_message_at")
+        .values_list("id", "end_user__user_id")[:RETENTION_BATCH]
+    )
+    by_person: dict[str, list[UUID]] = {}
+    for conversation_id, user_id in doomed:
+        by_person.setdefault(user_id, []).append(conversation_id)
+    for user_id, ids in by_person.items():
+        conversations_remove(tenant=tenant, user_id=user_id, ids=ids, actor=Actor.APP)
+    return len(doomed)
