@@ -17,6 +17,7 @@ import pytest
 from django.urls import get_resolver, resolve
 from django.urls.resolvers import URLResolver
 
+from memoryhub.identifiers import uuid7
 from memoryhub.models import WebhookEndpoint
 from tenants.context import tenant_context
 from tests.api.helpers import put_doc
@@ -98,27 +99,47 @@ CASES: list[Case] = [
     Case("get", "/api/v1/webhooks/{webhook}"),
     Case("patch", "/api/v1/webhooks/{webhook}", {"enabled": False}),
     Case("delete", "/api/v1/webhooks/{webhook}"),
+    # conversations: acme's person's session s1 and its conversation (client id m1 included)
+    Case("post", "/api/v1/users/{user}/sessions/s1/messages",
+         {"messages": [{"role": "user", "content": "mine", "id": "m1"}]}),
+    Case("get", "/api/v1/users/{user}/sessions/s1/messages"),
+    Case("get", "/api/v1/users/{user}/sessions/s1/messages?conversation_id={conversation}"),
+    Case("get", "/api/v1/users/{user}/conversations"),
+    Case("get", "/api/v1/users/{user}/conversations?session_id=s1"),
+    Case("get", "/api/v1/users/{user}/conversations/{conversation}"),
+    Case("delete", "/api/v1/users/{user}/conversations/{conversation}"),
+    Case("put", "/api/v1/users/{user}/conversations/{conversation}/summary", {"summary": "mine"}),
+    Case("get", "/api/v1/users/{user}/history"),
+    Case("get", "/api/v1/users/{user}/history?limit=50&exclude_session=s2"),
+    Case("post", "/api/v1/users/{user}/context",
+         {"session_id": "s2", "query": "Lisbon vegetarian", "history": 5}),
 ]
 
 
-def seed_acme(acme) -> int:
+def seed_acme(acme) -> dict[str, str]:
     """A person with documents in every scope, a disabled profile, events, a portal link, a
-    webhook: the things globex will try to reach. Returns the webhook's id."""
+    webhook, a conversation: the things globex will try to reach. Returns their names."""
+    captured = acme.client.post(f"/api/v1/users/{VICTIM}/sessions/s1/messages", {"messages": [
+        {"role": "user", "content": "I moved to Lisbon, I am vegetarian.", "id": "m1"},
+        {"role": "assistant", "content": "Noted: Lisbon."}]}, format="json")
+    assert captured.status_code == 201, captured.content
     put_doc(acme, VICTIM, "global/notes/diet.md", "Vegetarian, no fish.")
     put_doc(acme, VICTIM, "profile/cooking/r.md", "Soup recipes")
     put_doc(acme, VICTIM, "session/s1/a.md", "Session notes")
     acme.client.put("/api/v1/profiles/cooking", {"disabled": True}, format="json")
     acme.client.post(f"/api/v1/users/{VICTIM}/portal-link")
     with tenant_context(acme.tenant.id):
-        return WebhookEndpoint.objects.create(
+        webhook = WebhookEndpoint.objects.create(
             tenant=acme.tenant, url="https://hooks.acme.example/memory", secret="s" * 32,
             event_types=["memory.changed"],
         ).pk
+    return {"webhook": str(webhook), "conversation": captured.json()["conversation_id"]}
 
 
 def acme_state(acme) -> dict[str, Any]:
     """Everything acme can see, as acme sees it."""
     urls = [f"/api/v1/users/{VICTIM}/export", f"/api/v1/users/{VICTIM}/documents",
+            f"/api/v1/users/{VICTIM}/conversations", f"/api/v1/users/{VICTIM}/sessions/s1/messages",
             "/api/v1/users", "/api/v1/profiles", "/api/v1/events?limit=1000", "/api/v1/tenant",
             "/api/v1/webhooks"]
     return {url: acme.client.get(url).json() for url in urls}
@@ -134,6 +155,8 @@ def send(client, case: Case, names: dict[str, str]):
 
 
 _VOLATILE = re.compile(r"_at$")
+# Ids a request creates (a captured message, a new conversation) differ between two runs.
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def normalized(response, names: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
@@ -151,6 +174,8 @@ def normalized(response, names: dict[str, str]) -> tuple[int, Any, dict[str, str
             return [scrub(v) for v in value]
         if isinstance(value, str) and "/portal/" in value:
             return value.split("/portal/")[0] + "/portal/<token>"
+        if isinstance(value, str):
+            return _UUID.sub("<uuid>", value)
         return value
 
     headers = {h: response.get(h, "").replace(names.get("user", "\0"), "<user>")
@@ -160,13 +185,12 @@ def normalized(response, names: dict[str, str]) -> tuple[int, Any, dict[str, str
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_acmes_data_looks_absent_to_globex(acme, globex, case: Case) -> None:
-    webhook = seed_acme(acme)
+    seeded = seed_acme(acme)
     before = acme_state(acme)
     ghost = f"ghost-{next(_ghosts)}"
-    with tenant_context(globex.tenant.id):
-        absent_webhook = str(webhook + 10_000)
-    target = {"user": VICTIM, "profile": "cooking", "webhook": str(webhook)}
-    absent = {"user": ghost, "profile": "ghost-profile", "webhook": absent_webhook}
+    target = {"user": VICTIM, "profile": "cooking", **seeded}
+    absent = {"user": ghost, "profile": "ghost-profile",
+              "webhook": str(int(seeded["webhook"]) + 10_000), "conversation": str(uuid7())}
 
     used = [name for name in target if "{" + name + "}" in case.url]
     target = {name: target[name] for name in used}
@@ -187,15 +211,15 @@ def test_every_api_route_has_a_case() -> None:
     api = next(p for p in get_resolver().url_patterns
                if isinstance(p, URLResolver) and p.namespace == "api")
     routes = {p.name for p in api.url_patterns}
-    names = {"user": VICTIM, "profile": "cooking", "webhook": "1"}
+    names = {"user": VICTIM, "profile": "cooking", "webhook": "1", "conversation": str(uuid7())}
     covered = {resolve(case.url.format(**names).split("?")[0]).url_name for case in CASES}
     assert routes - covered == set()
 
 
 def test_the_cases_really_reach_acmes_data_with_acmes_key(acme, globex) -> None:
     """The matrix would prove nothing if its URLs missed acme's data anyway."""
-    webhook = seed_acme(acme)
-    names = {"user": VICTIM, "profile": "cooking", "webhook": str(webhook)}
+    names = {"user": VICTIM, "profile": "cooking", **seed_acme(acme)}
+    webhook = names["webhook"]
     for url in (f"/api/v1/users/{VICTIM}/documents/{where}" for where in DOC_URLS):
         assert acme.client.get(url).status_code == 200, url
     assert acme.client.get(f"/api/v1/webhooks/{webhook}").status_code == 200
@@ -204,3 +228,11 @@ def test_the_cases_really_reach_acmes_data_with_acmes_key(acme, globex) -> None:
     index = acme.client.get(f"/api/v1/users/{VICTIM}/memory/snapshot?session_id=s1").json()
     assert "Vegetarian" in index["text"]
     assert acme.client.get(f"/api/v1/users/{VICTIM}").json()["documents"]["total"] == 3
+    conversation = f"/api/v1/users/{VICTIM}/conversations/{names['conversation']}"
+    assert acme.client.get(conversation).status_code == 200
+    messages = acme.client.get(f"/api/v1/users/{VICTIM}/sessions/s1/messages").json()["messages"]
+    assert [m["client_id"] for m in messages] == ["m1", None]
+    history = acme.client.get(f"/api/v1/users/{VICTIM}/history").json()
+    assert "Lisbon" in history["text"]
+    context = send(acme.client, CASES[-1], names).json()
+    assert "Lisbon" in context["history"]["text"]
