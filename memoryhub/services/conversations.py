@@ -137,13 +137,16 @@ def _client_id(value: object, where: str) -> str:
 def _created_at(value: object, where: str) -> datetime | None:
     if value is None:
         return None
-    parsed = parse_datetime(value) if isinstance(value, str) else None
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) and len(value) <= 64 else None
+    except ValueError:  # well formed, but no such time (month 13)
+        parsed = None
     if parsed is None:
         raise CaptureRefusal("invalid_message",
                              f"{where}.created_at must be an ISO 8601 time, e.g. 2026-11-06T17:02:11Z.")
     if timezone.is_naive(parsed):
         parsed = parsed.replace(tzinfo=UTC)  # the contract's times are UTC
-    return parsed
+    return parsed.astimezone(UTC)  # answered as stored: in UTC
 
 
 def _metadata(value: object, where: str) -> dict[str, Any]:

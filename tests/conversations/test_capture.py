@@ -102,6 +102,8 @@ BAD_BATCHES = {
     "content not a string": ([user("ok"), user(42)], 400, "not_text"),
     "bad id": ([user("ok"), user("x", id="not ok!")], 400, "invalid_message"),
     "bad created_at": ([user("ok"), user("x", created_at="yesterday")], 400, "invalid_message"),
+    "no such time": ([user("ok"), user("x", created_at="2026-13-45T00:00:00Z")], 400,
+                     "invalid_message"),
     "metadata not object": ([user("ok"), user("x", metadata=[1])], 400, "invalid_message"),
     "metadata over 4 KiB": ([user("ok"), user("x", metadata={"k": "v" * 4100})], 400,
                             "invalid_message"),
