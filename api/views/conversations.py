@@ -88,6 +88,22 @@ def _nullable(body: dict[str, Any], name: str, validator: Any) -> Any:
     return None if value is None else validator(value)
 
 
+def _page_schema(summary: str, shape: Any, narrow: OpenApiParameter, *, cursor: str,
+                 default: int, maximum: int) -> Any:
+    """The OpenAPI annotations of a keyset page: one filter, a cursor and the limit."""
+    return extend_schema(
+        summary=summary,
+        parameters=[
+            narrow,
+            OpenApiParameter(cursor, str, description="the previous page's next_cursor"),
+            OpenApiParameter("limit", int, description=f"1-{maximum} (default {default})"),
+        ],
+        responses=with_errors({200: shape}, e400="invalid_user_id, invalid_session_id, "
+                              "invalid_limit or invalid_cursor"),
+        tags=TAGS,
+    )
+
+
 # --- Capture and the session's messages ----------------------------------------------------
 
 
@@ -136,19 +152,9 @@ class SessionMessagesView(TenantAPIView):
         )
         return Response(capture_representation(capture), status=201 if capture.enabled else 200)
 
-    @extend_schema(
-        summary="Read the session's messages in capture order",
-        parameters=[
-            OpenApiParameter("conversation_id", str, description="only this conversation"),
-            OpenApiParameter("after", str, description="the previous page's next_cursor"),
-            OpenApiParameter("limit", int, description=f"1-{MESSAGE_PAGE_MAX} (default "
-                             f"{MESSAGE_PAGE_DEFAULT})"),
-        ],
-        responses=with_errors({200: MessagePageSerializer},
-                              e400="invalid_user_id, invalid_session_id, invalid_limit or "
-                              "invalid_cursor"),
-        tags=TAGS,
-    )
+    @_page_schema("Read the session's messages in capture order", MessagePageSerializer,
+                  OpenApiParameter("conversation_id", str, description="only this conversation"),
+                  cursor="after", default=MESSAGE_PAGE_DEFAULT, maximum=MESSAGE_PAGE_MAX)
     def get(self, request: Request, user_id: str, session_id: str) -> Response:
         valid_user_id(user_id)
         session_id = valid_session_id(session_id)
@@ -183,19 +189,10 @@ def _message_cursor(raw: str | None) -> tuple[UUID, int] | None:
 
 
 class ConversationListView(TenantAPIView):
-    @extend_schema(
-        summary="List the person's conversations, newest first",
-        parameters=[
-            OpenApiParameter("session_id", str, description="only this session's"),
-            OpenApiParameter("before", str, description="the previous page's next_cursor"),
-            OpenApiParameter("limit", int, description=f"1-{CONVERSATION_PAGE_MAX} (default "
-                             f"{CONVERSATION_PAGE_DEFAULT})"),
-        ],
-        responses=with_errors({200: ConversationPageSerializer},
-                              e400="invalid_user_id, invalid_session_id, invalid_limit or "
-                              "invalid_cursor"),
-        tags=TAGS,
-    )
+    @_page_schema("List the person's conversations, newest first", ConversationPageSerializer,
+                  OpenApiParameter("session_id", str, description="only this session's"),
+                  cursor="before", default=CONVERSATION_PAGE_DEFAULT,
+                  maximum=CONVERSATION_PAGE_MAX)
     def get(self, request: Request, user_id: str) -> Response:
         valid_user_id(user_id)
         query = request.query_params
