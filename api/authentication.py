@@ -3,10 +3,15 @@
 The key names its tenant, so the lookup runs inside that tenant's context and RLS applies
 to it like to any other query: a key cannot even be *looked up* across tenants.
 
-Two steps, called by ``api.base.TenantAPIView``: ``request_key`` reads the header,
-``key_authenticate`` checks the key and loads, in the same statement, whatever the view asks
-for besides (the end user its URL names, locked for a write). Authentication asks the view
-nothing: what to load is passed in.
+Two steps, called by ``api.base.TenantAPIView`` (and by the MCP tools, api/mcp):
+``request_key`` reads the header, ``key_authenticate`` checks the key and loads, in the same
+statement, whatever the view asks for besides (the end user its URL names, locked for a
+write). Authentication asks the view nothing: what to load is passed in.
+
+A key bound to one end user (``ApiKey.user_id``) reaches only that person, and this is the
+one place that decides it: for any other ``user_id`` the person is not loaded, so a read
+sees exactly what it sees for a person who does not exist, and a write is refused with 403
+``permission_denied`` whether or not that person exists (``OtherPersonRefused``).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class ApiPrincipal:
     key_id: int
     lookup_id: str
     permissions: frozenset[str]
+    user_id: str | None = None  # the end user a bound key reaches; None: every one
 
     is_authenticated = True
 
@@ -83,12 +89,23 @@ def request_key(request: Request) -> ParsedKey | None:
     return parsed
 
 
+class OtherPersonRefused(exceptions.PermissionDenied):
+    """A key bound to one end user asked to change another (or the tenant)."""
+
+    default_detail = "This API key is bound to one end user and cannot act for another."
+
+
 def key_authenticate(
-    parsed: ParsedKey, *, user_id: str | None = None, lock_person: bool = False
+    parsed: ParsedKey, *, user_id: str | None = None, lock_person: bool = False,
+    writes: bool = False,
 ) -> Authenticated:
     """Check the key, and read in the same statement the tenant's end user ``user_id`` when
     given (with the person's write lock if ``lock_person``: the caller is about to write
-    them). ``AuthenticationFailed`` for an unknown or revoked key."""
+    them). ``AuthenticationFailed`` for an unknown or revoked key.
+
+    ``writes``: the caller may change the person ``user_id`` names. A key bound to another
+    person gets ``end_user`` None (the person looks absent) and, when ``writes``,
+    ``OtherPersonRefused``, the same whether or not that person exists."""
     with tenant_context(parsed.tenant_id):
         key, end_user = api_key_find(parsed.lookup_id, user_id, lock_person=lock_person)
         if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(parsed.secret)):
@@ -100,8 +117,12 @@ def key_authenticate(
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
     principal = ApiPrincipal(
         tenant_id=key.tenant_id, key_id=key.pk, lookup_id=key.lookup_id,
-        permissions=frozenset(key.permissions),
+        permissions=frozenset(key.permissions), user_id=key.user_id,
     )
+    if key.user_id is not None and user_id is not None and user_id != key.user_id:
+        if writes:
+            raise OtherPersonRefused()
+        end_user = None  # another person: exactly what a person who does not exist shows
     return Authenticated(principal=principal, key=key, end_user=end_user)
 
 

@@ -8,7 +8,15 @@ rolls the transaction back before DRF turns it into an error response.
 The path of a request: the view says what authentication loads besides the key (the end
 user its URL's ``user_id`` names, with the person's write lock when it declares that it
 writes them), ``key_authenticate`` reads both in one statement, and the handler passes
-``self.end_user`` on to the service or selector it calls.
+``self.end_user`` on to the service or selector it calls (a read never looks the person up
+by ``user_id`` again).
+
+A key bound to one end user is checked here for every view, so none can forget it: another
+person's URL reads as an absent person's, and anything but a declared read of them is 403
+(``reads_only``, decided before authentication like the lock; an undeclared method counts
+as a write, which fails closed); an endpoint whose URL names no person is 403 too unless the
+view serves bound keys (``serves_bound_keys``: the user list, which shows them only their
+person).
 """
 
 from __future__ import annotations
@@ -21,11 +29,18 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.functional import cached_property
 from rest_framework.exceptions import APIException
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.authentication import ApiPrincipal, key_authenticate, request_key, tenant_hint
+from api.authentication import (
+    ApiPrincipal,
+    OtherPersonRefused,
+    key_authenticate,
+    request_key,
+    tenant_hint,
+)
 from memoryhub.models import EndUser
 from tenants.context import tenant_context
 from tenants.models import ApiKey, Tenant
@@ -35,6 +50,12 @@ class TenantAPIView(APIView):
     _tenant_stack: ExitStack | None = None
     # The methods whose handler writes the person the URL names (see writes_end_user).
     writing_methods: frozenset[str] = frozenset()
+    # The methods besides GET and HEAD whose handler only reads the person the URL names (a
+    # search sent as POST): see reads_only.
+    reading_methods: frozenset[str] = frozenset()
+    # Whether a key bound to one end user may call this view although its URL names no
+    # person; the view then shows them only their own person.
+    serves_bound_keys: bool = False
     # The end user the URL's user_id names, read with the key in this transaction; None for
     # an unknown person or a URL without user_id. ``end_user_locked``: read with the person's
     # write lock (the view declared that this request writes them).
@@ -74,6 +95,13 @@ class TenantAPIView(APIView):
         a write service handed an unlocked person takes the lock itself."""
         return request.method in self.writing_methods
 
+    def reads_only(self, request: Request) -> bool:
+        """Whether this request only reads the person the URL names, decided before
+        authentication: a key bound to another person then reads them as absent, and is
+        refused anything else. Views declare reads with ``reading_methods`` (or override
+        it); False is always safe."""
+        return request.method in SAFE_METHODS or request.method in self.reading_methods
+
     def perform_authentication(self, request: Request) -> None:
         # Most handlers read or write the person the URL names next, so the key's statement
         # loads them too (and locks them for a write): one round trip instead of two or three.
@@ -86,7 +114,11 @@ class TenantAPIView(APIView):
             user_id = self.kwargs.get("user_id")  # unvalidated here: the handler checks it
             user_id = user_id if isinstance(user_id, str) else None
             locked = user_id is not None and self.writes_end_user(request)
-            found = key_authenticate(parsed, user_id=user_id, lock_person=locked)
+            found = key_authenticate(parsed, user_id=user_id, lock_person=locked,
+                                     writes=not self.reads_only(request))
+            if found.principal.user_id is not None and user_id is None and not self.serves_bound_keys:
+                raise OtherPersonRefused("This API key is bound to one end user; this endpoint "
+                                         "needs a key that is not.")
         except APIException:
             request.user = request.auth = None  # type: ignore[assignment]  # as DRF leaves it
             raise

@@ -46,7 +46,7 @@ from memoryhub.selectors.turn_context import TurnContext
 from memoryhub.services.conversations import Capture
 from memoryhub.services.webhooks import secret_masked
 from memoryhub.store.recall import RecallHit
-from tenants.models import DEFAULT_LIMITS, Tenant
+from tenants.models import DEFAULT_LIMITS, ApiKey, Tenant
 
 Row = TypeVar("Row")
 
@@ -551,3 +551,43 @@ def turn_context_representation(context: TurnContext) -> dict[str, Any]:
         "recall": None if context.recall is None else recall_representation(context.recall),
         "history": None if context.history is None else history_representation(context.history),
     }
+
+
+# --- API keys ------------------------------------------------------------------------------
+
+
+class ApiKeySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    masked = serializers.CharField(help_text="mh_<tenant>_<lookup id>_…: the secret is never shown again")
+    permissions = serializers.ListField(child=serializers.ChoiceField(choices=["memory", "admin"]))
+    user_id = serializers.CharField(allow_null=True,
+                                    help_text="the one end user a bound key reaches; null: any")
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    revoked_at = serializers.DateTimeField(allow_null=True)
+
+
+class ApiKeyCreatedSerializer(ApiKeySerializer):
+    api_key = serializers.CharField(help_text="the key itself, shown once")
+
+
+class ApiKeyListSerializer(serializers.Serializer):
+    keys = ApiKeySerializer(many=True)
+
+
+def api_key_representation(key: ApiKey, *, plaintext: str | None = None) -> dict[str, Any]:
+    """``ApiKeySerializer``; with the key just minted, ``ApiKeyCreatedSerializer``."""
+    body: dict[str, Any] = {
+        "id": key.pk, "name": key.name, "masked": key.masked, "permissions": key.permissions,
+        "user_id": key.user_id, "created_at": key.created_at, "last_used_at": key.last_used_at,
+        "revoked_at": key.revoked_at,
+    }
+    if plaintext is not None:
+        body["api_key"] = plaintext
+    return body
+
+
+def api_key_list_representation(keys: Iterable[ApiKey]) -> dict[str, Any]:
+    """``ApiKeyListSerializer``."""
+    return {"keys": [api_key_representation(key) for key in keys]}

@@ -426,3 +426,22 @@ class TurnContextInputSerializer(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         reject_unknown_fields(self)
         return attrs
+
+
+# --- API keys ------------------------------------------------------------------------------
+
+
+class ApiKeyInputSerializer(serializers.Serializer):
+    name = StrictStringField(allow_blank=False, max_length=100)
+    permissions = serializers.ListField(
+        child=serializers.ChoiceField(choices=["memory", "admin"]), allow_empty=False,
+        default=["memory"],
+    )
+    user_id = StrictStringField(
+        required=False, allow_null=True,
+        help_text="bind the key to this end user: it reaches no one else (memory only)",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        reject_unknown_fields(self)
+        return attrs

@@ -15,6 +15,7 @@ from api.views.documents import (
     SessionDocumentView,
 )
 from api.views.events import EventListView
+from api.views.keys import ApiKeyListView, ApiKeyView
 from api.views.memory import MemoryIndexView, MemorySnapshotView, MemoryToolView
 from api.views.profiles import ProfileListView, ProfileView
 from api.views.recall import RecallView
@@ -69,4 +70,6 @@ urlpatterns = [
     path("users/<str:user_id>/context", TurnContextView.as_view(), name="turn-context"),
     path("webhooks", WebhookListView.as_view(), name="webhooks"),
     path("webhooks/<int:webhook_id>", WebhookView.as_view(), name="webhook"),
+    path("keys", ApiKeyListView.as_view(), name="keys"),
+    path("keys/<int:key_id>", ApiKeyView.as_view(), name="key"),
 ]

@@ -114,6 +114,12 @@ class ApiKey(TenantOwned):
 
     The tenant id in the key routes the lookup to one tenant's rows, so authentication needs
     no cross-tenant read and the unique constraint can begin with tenant_id like every other.
+
+    ``user_id`` binds the key to one end user (the tenant app's identifier, the API's user_id
+    rule): such a key reaches only that person, every other one looks absent to it, and it
+    never has ``admin`` (``api.authentication.key_authenticate`` and ``api.base``). Text, not
+    a foreign key: the person may not exist yet (they are created on first write), and the
+    binding outlives "forget everything".
     """
 
     name = models.CharField(max_length=100)
@@ -123,6 +129,8 @@ class ApiKey(TenantOwned):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # NULL, not "": an unbound key (every user_id, even "", is a binding or none).
+    user_id = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
 
     class Meta(TenantOwned.Meta):
         constraints = [

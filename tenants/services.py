@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from memoryhub.identifiers import USER_ID_RULE, is_user_id
 from tenants.context import tenant_context
 from tenants.models import (
     DEFAULT_LIMITS,
@@ -68,11 +69,19 @@ class CreatedKey:
 
 
 def api_key_create(
-    *, tenant: Tenant, name: str, permissions: list[str], actor: str = "system"
+    *, tenant: Tenant, name: str, permissions: list[str], actor: str = "system",
+    user_id: str | None = None,
 ) -> CreatedKey:
+    """A new key; with ``user_id``, bound to that end user (who need not exist yet): it
+    reaches only them, so it cannot have ``admin``. ``ValueError`` says what is wrong."""
     valid = {p.value for p in Permission}
     if not permissions or set(permissions) - valid:
         raise ValueError(f"permissions must be a non-empty subset of {sorted(valid)}")
+    if user_id is not None:
+        if not is_user_id(user_id):
+            raise ValueError(f"user_id must be {USER_ID_RULE}")
+        if Permission.ADMIN in permissions:
+            raise ValueError("a key bound to one end user cannot have the admin permission")
     lookup_id = "".join(secrets.choice(_LOOKUP_ALPHABET) for _ in range(8))
     secret = secrets.token_urlsafe(32)
     with tenant_context(tenant.id):
@@ -82,9 +91,13 @@ def api_key_create(
             permissions=sorted(set(permissions)),
             lookup_id=lookup_id,
             secret_hash=hash_secret(secret),
+            user_id=user_id,
         )
+        data: dict = {"name": name, "permissions": key.permissions}
+        if user_id is not None:
+            data["user_id"] = user_id
         audit_record(tenant=tenant, actor=actor, action="api_key.created", target=key.masked,
-                     data={"name": name, "permissions": key.permissions})
+                     data=data)
     return CreatedKey(key, f"{KEY_PREFIX}{tenant.id}_{lookup_id}_{secret}")
 
 

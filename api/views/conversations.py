@@ -294,6 +294,8 @@ class HistoryView(TenantAPIView):
 
 
 class TurnContextView(TenantAPIView):
+    reading_methods = frozenset({"POST"})  # index, recall and history: it changes nothing
+
     @extend_schema(
         summary="The whole turn context in one request: index, recall and history",
         description="`index` is the prompt index reply; `recall` the recall reply for `query` "

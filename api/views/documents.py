@@ -95,7 +95,7 @@ class DocumentListView(TenantAPIView):
         tags=TAGS,
     )
     def get(self, request: Request, user_id: str) -> Response:
-        user_id = valid_user_id(user_id)
+        valid_user_id(user_id)  # the person came with the key; a bad user_id is still a 400
         query = request.query_params
         page = parse_page(query, arity=3)
         filters = DocumentFilter(
@@ -105,7 +105,7 @@ class DocumentListView(TenantAPIView):
             prefix=optional(query, "prefix", valid_prefix),
         )
         rows = end_user_documents_page(
-            user_id=user_id, filters=filters, after=page.after, limit=page.limit
+            end_user=self.end_user, filters=filters, after=page.after, limit=page.limit
         )
         return Response(document_page_representation(rows, page))
 

@@ -63,6 +63,11 @@ class MemoryToolView(TenantAPIView):
             self._body_error = exc
             return False
 
+    def reads_only(self, request: Request) -> bool:
+        # A command that does not write (view, or one the handler will refuse whatever the
+        # person) reads: with a key bound to another person it sees an absent person.
+        return request.method == "POST" and not self.writes_end_user(request)
+
     @extend_schema(
         request=MemoryToolInput,
         responses=with_errors(

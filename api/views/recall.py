@@ -27,6 +27,8 @@ def _optional(value: str | None, validator: Any) -> str | None:
 
 
 class RecallView(TenantAPIView):
+    reading_methods = frozenset({"POST"})  # a search: it changes nothing
+
     @extend_schema(
         summary="Recall the memory most relevant to a query",
         description="Searches the documents this session can see (its session, its profile, "

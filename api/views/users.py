@@ -45,6 +45,8 @@ NO_CONTENT = {204: OpenApiResponse(description="done (also when there was nothin
 
 
 class UserListView(TenantAPIView):
+    serves_bound_keys = True  # a key bound to one end user lists only them
+
     @extend_schema(
         operation_id="users_list",
         summary="List end users",
@@ -56,7 +58,8 @@ class UserListView(TenantAPIView):
     )
     def get(self, request: Request) -> Response:
         page = parse_page(request.query_params, arity=1)
-        rows = end_users_page(after=page.after_value, limit=page.limit)
+        rows = end_users_page(after=page.after_value, limit=page.limit,
+                              only=self.principal.user_id)
         return Response(end_user_page_representation(rows, page))
 
 
@@ -70,7 +73,8 @@ class UserView(TenantAPIView):
         tags=TAGS,
     )
     def get(self, request: Request, user_id: str) -> Response:
-        return Response(end_user_representation(end_user_summary(user_id=valid_user_id(user_id))))
+        summary = end_user_summary(user_id=valid_user_id(user_id), end_user=self.end_user)
+        return Response(end_user_representation(summary))
 
     @extend_schema(
         summary="Switch the person's memory on or off",
@@ -84,10 +88,11 @@ class UserView(TenantAPIView):
         user_id = valid_user_id(user_id)
         body = EndUserPatchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        end_user_memory_set(
+        end_user = end_user_memory_set(
             tenant=self.tenant, user_id=user_id, enabled=body.validated_data["memory_enabled"]
         )
-        return Response(end_user_representation(end_user_summary(user_id=user_id)))
+        return Response(end_user_representation(end_user_summary(user_id=user_id,
+                                                                  end_user=end_user)))
 
     @extend_schema(
         summary="Forget the person",
@@ -132,7 +137,8 @@ class ExportView(TenantAPIView):
         tags=TAGS,
     )
     def get(self, request: Request, user_id: str) -> Response:
-        return Response(export_representation(end_user_export(user_id=valid_user_id(user_id))))
+        export = end_user_export(user_id=valid_user_id(user_id), end_user=self.end_user)
+        return Response(export_representation(export))
 
 
 class PortalLinkView(TenantAPIView):

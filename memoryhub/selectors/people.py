@@ -76,15 +76,20 @@ def _summary(end_user: EndUser, counts: dict[str, int] | None) -> EndUserSummary
     )
 
 
-def end_user_summary(*, user_id: str) -> EndUserSummary:
-    """The person with document counts; zero counts for an unknown ``user_id``."""
-    end_user = EndUser.objects.filter(user_id=user_id).first()
+def end_user_summary(*, user_id: str, end_user: EndUser | None) -> EndUserSummary:
+    """The person ``user_id`` names, as the caller read them (None: unknown), with document
+    counts; zero counts for an unknown person."""
     return _summaries([end_user])[0] if end_user else EndUserSummary(user_id=user_id)
 
 
-def end_users_page(*, after: str | None, limit: int) -> list[EndUserSummary]:
-    """Up to ``limit + 1`` people by user_id after ``after``, with counts, in two queries."""
+def end_users_page(
+    *, after: str | None, limit: int, only: str | None = None
+) -> list[EndUserSummary]:
+    """Up to ``limit + 1`` people by user_id after ``after``, with counts, in two queries;
+    ``only``: just the person with that user_id (a key bound to them)."""
     end_users = EndUser.objects.order_by("user_id")
+    if only is not None:
+        end_users = end_users.filter(user_id=only)
     if after is not None:
         end_users = end_users.filter(user_id__gt=after)
     return _summaries(list(end_users[: limit + 1]))
@@ -156,11 +161,15 @@ def _after(key: tuple[Any, ...]) -> Q:
 
 
 def end_user_documents_page(
-    *, user_id: str, filters: DocumentFilter, after: tuple[Any, ...] | None, limit: int
+    *, end_user: EndUser | None, filters: DocumentFilter, after: tuple[Any, ...] | None,
+    limit: int,
 ) -> list[MemoryDocument]:
-    """Up to ``limit + 1`` documents' metadata (no content) in (scope, scope_key, path) order."""
+    """Up to ``limit + 1`` of the person's documents' metadata (no content) in (scope,
+    scope_key, path) order; none for an unknown person (None)."""
+    if end_user is None:
+        return []
     documents = _in_code_point_order(
-        MemoryDocument.objects.filter(_scope_condition(filters), end_user__user_id=user_id)
+        MemoryDocument.objects.filter(_scope_condition(filters), end_user=end_user)
     ).defer("content")
     if filters.prefix is not None:
         documents = documents.filter(path__startswith=canonical_prefix(filters.prefix))
@@ -181,13 +190,13 @@ class EndUserExport:
     portal_links: list[PortalLink] = field(default_factory=list)
 
 
-def end_user_export(*, user_id: str) -> EndUserExport:
-    """Everything stored for the person. Passages are left out: they are copies of content.
+def end_user_export(*, user_id: str, end_user: EndUser | None) -> EndUserExport:
+    """Everything stored for the person ``user_id`` names, as the caller read them (None:
+    unknown). Passages are left out: they are copies of content.
 
-    An unknown ``user_id`` exports as empty, even if the feed still names it (the one
+    An unknown person exports as empty, even if the feed still names them (the one
     ``forgotten`` event a forgotten person leaves behind holds nothing of theirs).
     """
-    end_user = EndUser.objects.filter(user_id=user_id).select_related("account").first()
     if end_user is None:
         return EndUserExport(summary=EndUserSummary(user_id=user_id))
     return EndUserExport(

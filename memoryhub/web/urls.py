@@ -31,6 +31,9 @@ tenant_urls = [
          name="tenant_invitation_revoke"),
     path("people", dashboard.people, name="tenant_people"),
     path("people/<int:pk>/forget", dashboard.person_forget, name="tenant_person_forget"),
+    path("people/<int:pk>/key", dashboard.person_key, name="tenant_person_key"),
+    path("people/<int:pk>/portal-link", dashboard.person_portal_link,
+         name="tenant_person_portal_link"),
     path("audit", dashboard.audit, name="tenant_audit"),
 ]
 

@@ -317,6 +317,14 @@ def test_every_documented_answer_is_what_the_operation_answers(
     check(f"{users}/context", "post", c.post(f"{V1}/users/alice/context", {}, format="json"))
     check(conversation, "get", c.get(f"{V1}/users/alice/conversations/nothing"))  # 404
 
+    # API keys: the key in full once, masked in the list, a bound key's person shown.
+    keys = f"{V1}/keys"
+    minted = check(keys, "post", c.post(keys, {"name": "phone", "permissions": ["memory"],
+                                               "user_id": "alice"}, format="json"))
+    assert minted["api_key"].startswith("mh_") and minted["user_id"] == "alice"
+    listed_keys = check(keys, "get", c.get(keys))
+    assert "api_key" not in listed_keys["keys"][0]
+
     # The error body, from an operation that documents it.
     check(docs["global"][0], "get", c.get(f"{V1}/users/alice/documents/global/none.md"))  # 404
     check(users, "get", c.get(f"{V1}/users/{'x' * 129}"))  # 400

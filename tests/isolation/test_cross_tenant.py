@@ -28,7 +28,8 @@ _ghosts = count()
 
 @dataclass(frozen=True)
 class Case:
-    """One request; ``{user}``, ``{profile}`` and ``{webhook}`` name acme's thing or an absent one."""
+    """One request; ``{user}``, ``{profile}``, ``{webhook}`` and ``{key}`` name acme's thing or
+    an absent one."""
 
     method: str
     url: str
@@ -99,6 +100,8 @@ CASES: list[Case] = [
     Case("get", "/api/v1/webhooks/{webhook}"),
     Case("patch", "/api/v1/webhooks/{webhook}", {"enabled": False}),
     Case("delete", "/api/v1/webhooks/{webhook}"),
+    Case("get", "/api/v1/keys"),
+    Case("delete", "/api/v1/keys/{key}"),
     # conversations: acme's person's session s1 and its conversation (client id m1 included)
     Case("post", "/api/v1/users/{user}/sessions/s1/messages",
          {"messages": [{"role": "user", "content": "mine", "id": "m1"}]}),
@@ -118,7 +121,8 @@ CASES: list[Case] = [
 
 def seed_acme(acme) -> dict[str, str]:
     """A person with documents in every scope, a disabled profile, events, a portal link, a
-    webhook, a conversation: the things globex will try to reach. Returns their names."""
+    webhook, a conversation, a key bound to the person: the things globex will try to reach.
+    Returns their names."""
     captured = acme.client.post(f"/api/v1/users/{VICTIM}/sessions/s1/messages", {"messages": [
         {"role": "user", "content": "I moved to Lisbon, I am vegetarian.", "id": "m1"},
         {"role": "assistant", "content": "Noted: Lisbon."}]}, format="json")
@@ -133,7 +137,11 @@ def seed_acme(acme) -> dict[str, str]:
             tenant=acme.tenant, url="https://hooks.acme.example/memory", secret="s" * 32,
             event_types=["memory.changed"],
         ).pk
-    return {"webhook": str(webhook), "conversation": captured.json()["conversation_id"]}
+    bound = acme.client.post("/api/v1/keys", {"name": "alice's phone", "user_id": VICTIM},
+                             format="json")
+    assert bound.status_code == 201, bound.content
+    return {"webhook": str(webhook), "conversation": captured.json()["conversation_id"],
+            "key": str(bound.json()["id"])}
 
 
 def acme_state(acme) -> dict[str, Any]:
@@ -141,7 +149,7 @@ def acme_state(acme) -> dict[str, Any]:
     urls = [f"/api/v1/users/{VICTIM}/export", f"/api/v1/users/{VICTIM}/documents",
             f"/api/v1/users/{VICTIM}/conversations", f"/api/v1/users/{VICTIM}/sessions/s1/messages",
             "/api/v1/users", "/api/v1/profiles", "/api/v1/events?limit=1000", "/api/v1/tenant",
-            "/api/v1/webhooks"]
+            "/api/v1/webhooks", "/api/v1/keys"]
     return {url: acme.client.get(url).json() for url in urls}
 
 
@@ -190,7 +198,8 @@ def test_acmes_data_looks_absent_to_globex(acme, globex, case: Case) -> None:
     ghost = f"ghost-{next(_ghosts)}"
     target = {"user": VICTIM, "profile": "cooking", **seeded}
     absent = {"user": ghost, "profile": "ghost-profile",
-              "webhook": str(int(seeded["webhook"]) + 10_000), "conversation": str(uuid7())}
+              "webhook": str(int(seeded["webhook"]) + 10_000), "conversation": str(uuid7()),
+              "key": str(int(seeded["key"]) + 10_000)}
 
     used = [name for name in target if "{" + name + "}" in case.url]
     target = {name: target[name] for name in used}
@@ -211,7 +220,8 @@ def test_every_api_route_has_a_case() -> None:
     api = next(p for p in get_resolver().url_patterns
                if isinstance(p, URLResolver) and p.namespace == "api")
     routes = {p.name for p in api.url_patterns}
-    names = {"user": VICTIM, "profile": "cooking", "webhook": "1", "conversation": str(uuid7())}
+    names = {"user": VICTIM, "profile": "cooking", "webhook": "1", "conversation": str(uuid7()),
+             "key": "1"}
     covered = {resolve(case.url.format(**names).split("?")[0]).url_name for case in CASES}
     assert routes - covered == set()
 
@@ -223,6 +233,8 @@ def test_the_cases_really_reach_acmes_data_with_acmes_key(acme, globex) -> None:
     for url in (f"/api/v1/users/{VICTIM}/documents/{where}" for where in DOC_URLS):
         assert acme.client.get(url).status_code == 200, url
     assert acme.client.get(f"/api/v1/webhooks/{webhook}").status_code == 200
+    assert [k["user_id"] for k in acme.client.get("/api/v1/keys").json()["keys"]
+            if str(k["id"]) == names["key"]] == [VICTIM]
     viewed = send(acme.client, tool(command="view", path="/memories/notes/diet.md"), names)
     assert "Vegetarian" in viewed.json()["content"]
     index = acme.client.get(f"/api/v1/users/{VICTIM}/memory/snapshot?session_id=s1").json()

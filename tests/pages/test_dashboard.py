@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from django.core import mail
+from django.test import Client
 from rest_framework.test import APIClient
 
 from memoryhub.models import EndUser, EventType, MemoryEvent, Profile
@@ -194,3 +195,41 @@ def test_the_audit_log_shows_this_tenants_entries(acme, globex, acme_team) -> No
     html = client.get("/t/acme/audit").content.decode()
     assert "acme-profile" in html and "admin@acme.test" in html
     assert "globex-profile" not in html
+
+
+def test_a_key_bound_to_a_person_is_minted_on_their_row(acme, globex, acme_team) -> None:
+    write(acme.tenant, "alice", "/a.md", "Likes tea.")
+    write(acme.tenant, "bob", "/b.md", "Likes coffee.")
+    with tenant_context(acme.tenant.pk):
+        alice = EndUser.objects.get(user_id="alice")
+    client = signed_in(acme_team.admin)
+    row = client.get("/t/acme/people").content.decode()
+    assert f"/t/acme/people/{alice.pk}/key" in row and f"/t/acme/people/{alice.pk}/portal-link" in row
+    response = client.post(f"/t/acme/people/{alice.pk}/key")
+    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
+    plaintext = re.search(r'id="new-key-secret">(mh_[^<]+)<', response.content.decode()).group(1)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
+    assert api.get("/api/v1/users/alice").json()["documents"]["total"] == 1
+    assert api.get("/api/v1/users/bob").json()["documents"]["total"] == 0  # looks absent
+    assert [u["user_id"] for u in api.get("/api/v1/users").json()["users"]] == ["alice"]
+    keys = client.get("/t/acme/keys").content.decode()
+    assert "<code>alice</code>" in keys and plaintext not in keys
+    assert _audit(acme.tenant, "api_key.created")[-1].data["user_id"] == "alice"
+    assert client.post("/t/acme/people/999999/key").status_code == 404
+    assert "alice" not in globex.client.get("/api/v1/keys").content.decode()
+
+
+def test_the_portal_link_for_a_person_comes_from_their_row(acme, acme_team) -> None:
+    write(acme.tenant, "alice", "/notes/a.md", "hello")
+    with tenant_context(acme.tenant.pk):
+        alice = EndUser.objects.get(user_id="alice")
+    client = signed_in(acme_team.admin)
+    response = client.post(f"/t/acme/people/{alice.pk}/portal-link")
+    assert response["Cache-Control"] == "no-store"
+    url = re.search(r'id="portal-link">([^<]+)<', response.content.decode()).group(1)
+    visitor = Client()
+    redeemed = visitor.get(url[url.index("/portal/"):])
+    assert redeemed.status_code == 302
+    assert "/notes/a.md" in visitor.get(redeemed["Location"]).content.decode()
+    assert _audit(acme.tenant, "end_user.portal_link_minted")[0].target == "alice"

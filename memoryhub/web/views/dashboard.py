@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memoryhub.models import EndUser, Profile
-from memoryhub.services.people import end_user_forget
+from memoryhub.services.people import end_user_forget, portal_link_create
 from memoryhub.services.profiles import profile_set
 from memoryhub.web.access import TenantAccess, tenant_page
 from memoryhub.web.forms import (
@@ -44,7 +44,7 @@ from memoryhub.web.selectors import (
     profiles_all,
     tenant_overview,
 )
-from tenants.models import ApiKey, Invitation, Membership
+from tenants.models import ApiKey, Invitation, Membership, Permission
 from tenants.services import (
     MembershipRuleError,
     api_key_create,
@@ -289,14 +289,53 @@ def invitation_revoke_view(request: HtmxHttpRequest, access: TenantAccess,
 # --- End users -------------------------------------------------------------------------------
 
 
-@tenant_page()
-@require_GET
-def people(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+def _people_page(request: HtmxHttpRequest, access: TenantAccess, **extra: Any) -> HttpResponse:
     form = PeopleSearchForm(request.GET)
     query = form.cleaned_data["q"].strip() if form.is_valid() else ""
     page = Paginator(end_users_search(query=query), PEOPLE_PAGE).get_page(request.GET.get("page"))
     return _page(request, access, "people.html", section="people", form=form, query=query,
-                 page=page, partials=("results",))
+                 page=page, partials=("results",), **extra)
+
+
+@tenant_page()
+@require_GET
+def people(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    return _people_page(request, access)
+
+
+def _person_or_404(pk: int) -> EndUser:
+    end_user = EndUser.objects.filter(pk=pk).first()
+    if end_user is None:
+        raise Http404("No such person")
+    return end_user
+
+
+@tenant_page()
+@require_POST
+def person_key(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
+    """Mint a memory key bound to this person (an MCP client's, their own device's): shown once."""
+    end_user = _person_or_404(pk)
+    created = api_key_create(tenant=access.tenant, name=f"{end_user.user_id} (bound)"[:100],
+                             permissions=[Permission.MEMORY], user_id=end_user.user_id,
+                             actor=actor_label(request))
+    response = _people_page(request, access, minted_for=end_user, minted_key=created)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@tenant_page()
+@require_POST
+def person_portal_link(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
+    """A one-time sign-in link to the person's memory page, to hand to them: shown once."""
+    end_user = _person_or_404(pk)
+    link = portal_link_create(tenant=access.tenant, user_id=end_user.user_id)
+    audit_record(tenant=access.tenant, actor=actor_label(request),
+                 action="end_user.portal_link_minted", target=end_user.user_id)
+    url = request.build_absolute_uri(reverse("web:portal_redeem", args=[link.token]))
+    response = _people_page(request, access, minted_for=end_user, portal_link=url,
+                            portal_expires=link.expires_at)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @tenant_page()

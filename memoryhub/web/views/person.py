@@ -228,7 +228,7 @@ def forget(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
 @person_page
 @require_GET
 def export(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
-    body = export_json(end_user_export(user_id=access.end_user.user_id))
+    body = export_json(end_user_export(user_id=access.end_user.user_id, end_user=access.end_user))
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     response = HttpResponse(body, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="memory-{stamp}.json"'

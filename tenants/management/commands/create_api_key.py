@@ -1,4 +1,6 @@
-"""``manage.py create_api_key SLUG --permissions memory,admin``: prints JSON with ``api_key``."""
+"""``manage.py create_api_key SLUG --permissions memory,admin [--user ID]``: prints JSON with
+``api_key``. ``--user`` binds the key to that end user (memory only): an MCP client's or a
+person's own device's key."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ class Command(BaseCommand):
         parser.add_argument("--permissions", default="memory",
                             help="Comma-separated: memory, admin (default: memory).")
         parser.add_argument("--name", default="cli")
+        parser.add_argument("--user", default=None, metavar="ID",
+                            help="Bind the key to this end user's user_id: it reaches no one else.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = Tenant.objects.filter(slug=options["slug"]).first()
@@ -27,9 +31,11 @@ class Command(BaseCommand):
             raise CommandError(f"No tenant {options['slug']!r}. Create it with create_tenant.")
         permissions = [p.strip() for p in options["permissions"].split(",") if p.strip()]
         try:
-            key = api_key_create(tenant=tenant, name=options["name"], permissions=permissions)
+            key = api_key_create(tenant=tenant, name=options["name"], permissions=permissions,
+                                 user_id=options["user"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(json.dumps({
             "tenant": tenant.slug, "api_key": key.plaintext, "permissions": key.api_key.permissions,
+            "user_id": key.api_key.user_id,
         }))
