@@ -19,6 +19,7 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
+from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -50,8 +51,14 @@ class ApiPrincipal:
         return f"api-key:{self.lookup_id}"
 
 
-def _bearer_key(request: Request) -> str | None:
-    header = authentication.get_authorization_header(request).decode("latin-1")
+def _authorization(request: HttpRequest | Request) -> str:
+    """The ``Authorization`` header (DRF's ``get_authorization_header``, for any request)."""
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    return header.decode("latin-1") if isinstance(header, bytes) else str(header)
+
+
+def _bearer_key(request: HttpRequest | Request) -> str | None:
+    header = _authorization(request)
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         return None
@@ -75,10 +82,10 @@ class Authenticated:
     end_user: EndUser | None
 
 
-def request_key(request: Request) -> ParsedKey | None:
+def request_key(request: HttpRequest | Request) -> ParsedKey | None:
     """The key the request's ``Authorization`` header holds, not yet checked; ``None`` without
     the header; ``AuthenticationFailed`` for anything but a well-formed ``Bearer`` key."""
-    if not authentication.get_authorization_header(request):
+    if not _authorization(request):
         return None
     raw = _bearer_key(request)
     if raw is None:

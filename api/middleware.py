@@ -24,6 +24,7 @@ from django.utils.module_loading import import_string
 from api.errors import TOO_LARGE_MESSAGE, error_body
 
 API_PREFIX = "/api/v1/"
+MCP_PATH = "/mcp"  # the MCP server (api/mcp): a Bearer key too, and the same chain
 
 
 class ApiHandler(BaseHandler):
@@ -55,7 +56,7 @@ class ApiRouterMiddleware:
         self.api.load_middleware()
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        if request.path_info.startswith(API_PREFIX):
+        if request.path_info.startswith(API_PREFIX) or request.path_info == MCP_PATH:
             return self.api.get_response(request)
         return self.get_response(request)
 
@@ -67,7 +68,7 @@ class ApiBodyLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith("/api/"):
+        if request.path.startswith("/api/") or request.path == MCP_PATH:
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:

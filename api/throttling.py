@@ -27,29 +27,37 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), _PERIODS[period.strip().lower()]
 
 
+def key_retry_after(principal: ApiPrincipal) -> float | None:
+    """Count one request for the key; None while it is within ``API_RATE_LIMIT``, else the
+    seconds until its window ends. The API and the MCP endpoint share the count."""
+    rate = settings.API_RATE_LIMIT
+    if not rate:
+        return None
+    limit, period = parse_rate(rate)
+    now = time.time()
+    window = int(now // period)
+    key = f"ratelimit:{principal.key_id}:{window}"
+    cache.add(key, 0, timeout=period + 1)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # evicted between add and incr: start again
+        cache.set(key, 1, timeout=period + 1)
+        count = 1
+    if count <= limit:
+        return None
+    return (window + 1) * period - now
+
+
 class ApiKeyRateThrottle(BaseThrottle):
     def __init__(self) -> None:
         self.retry_after: float | None = None
 
     def allow_request(self, request: Request, view: Any) -> bool:
         principal = request.user
-        rate = settings.API_RATE_LIMIT
-        if not rate or not isinstance(principal, ApiPrincipal):  # None: no key authenticated
+        if not isinstance(principal, ApiPrincipal):  # None: no key authenticated
             return True
-        limit, period = parse_rate(rate)
-        now = time.time()
-        window = int(now // period)
-        key = f"ratelimit:{principal.key_id}:{window}"
-        cache.add(key, 0, timeout=period + 1)
-        try:
-            count = cache.incr(key)
-        except ValueError:  # evicted between add and incr: start again
-            cache.set(key, 1, timeout=period + 1)
-            count = 1
-        if count <= limit:
-            return True
-        self.retry_after = (window + 1) * period - now
-        return False
+        self.retry_after = key_retry_after(principal)
+        return self.retry_after is None
 
     def wait(self) -> float | None:
         return self.retry_after

@@ -1,0 +1,157 @@
+"""``/mcp``: the MCP server (streamable HTTP, stateless, JSON responses) on the API's host and port.
+
+The project is served by WSGI (gunicorn's threads); the SDK is ASGI. The view below is a
+Django view like any other: it authenticates the Bearer key (401 before any tool runs, 403
+without ``memory``), applies the API's rate limit (429 with ``Retry-After``), then hands the
+request to the SDK's ASGI app through ``a2wsgi``'s ``ASGIMiddleware``, which runs one asyncio
+loop per process in a background thread (started on the first request, so after gunicorn's
+fork). The SDK answers each POST with one JSON body; its tools run in the SDK's worker
+threads (``api.mcp.tools``). Why not the whole project under an ASGI server: README, "MCP".
+
+The SDK's DNS-rebinding protection is on, its allowed hosts and origins taken from Django's
+``ALLOWED_HOSTS`` (and ``CSRF_TRUSTED_ORIGINS``): see ``transport_security``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import AsyncExitStack
+from typing import Any
+
+from a2wsgi import ASGIMiddleware
+from django.conf import settings
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+    StreamingHttpResponse,
+)
+from django.views.decorators.csrf import csrf_exempt
+from mcp.server.transport_security import TransportSecuritySettings
+from rest_framework import exceptions
+
+from api.authentication import key_authenticate, request_key
+from api.errors import error_body
+from api.mcp.tools import KEY_ENVIRON, RequestKey, build_server
+from api.middleware import MCP_PATH
+from api.throttling import key_retry_after
+from tenants.models import Permission
+
+
+def transport_security() -> TransportSecuritySettings:
+    """DNS-rebinding protection with the hosts Django serves: each ``ALLOWED_HOSTS`` entry as
+    a host name on any port. The SDK matches names exactly, so a ``.example.com`` entry
+    allows ``example.com`` itself here (list each subdomain that serves /mcp), and ``*``
+    allows no host at all."""
+    hosts: list[str] = []
+    origins: list[str] = list(settings.CSRF_TRUSTED_ORIGINS)
+    for entry in settings.ALLOWED_HOSTS:
+        name = entry.lstrip(".")
+        if not name or name == "*":
+            continue
+        hosts += [name, f"{name}:*"]
+        origins += [f"{scheme}://{name}{port}" for scheme in ("http", "https")
+                    for port in ("", ":*")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=origins)
+
+
+class _Server:
+    """The SDK's app and its session manager, run on one loop per process."""
+
+    def __init__(self) -> None:
+        self.mcp = build_server()
+        self.app = self.mcp.streamable_http_app(
+            streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
+            transport_security=transport_security(),
+            max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+        )
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="mcp-loop", daemon=True).start()
+        # The stateless manager's task group lives as long as the process (Starlette's
+        # lifespan would open it; a2wsgi runs none).
+        self._running = AsyncExitStack()
+        asyncio.run_coroutine_threadsafe(
+            self._running.enter_async_context(self.mcp.session_manager.run()), self.loop
+        ).result(timeout=30)
+        # The request's key goes in its environ; the tools read it from the scope's
+        # "wsgi_environ" (api.mcp.tools.request_key_of).
+        self.wsgi = ASGIMiddleware(self.app, loop=self.loop)  # type: ignore[arg-type]
+
+
+_server: _Server | None = None
+_server_lock = threading.Lock()
+
+
+def mcp_server() -> _Server:
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = _Server()
+        return _server
+
+
+def _refusal(exc: exceptions.APIException, code: str) -> JsonResponse:
+    response = JsonResponse(error_body(code, str(exc.detail)), status=exc.status_code)
+    if exc.status_code == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="mcp"'
+    return response
+
+
+def _authenticate(request: HttpRequest) -> RequestKey | JsonResponse:
+    try:
+        parsed = request_key(request)
+        if parsed is None:
+            raise exceptions.NotAuthenticated("Send 'Authorization: Bearer <api key>'.")
+        found = key_authenticate(parsed)
+    except exceptions.AuthenticationFailed as exc:
+        return _refusal(exc, "invalid_api_key")
+    except exceptions.NotAuthenticated as exc:
+        return _refusal(exc, "not_authenticated")
+    if Permission.MEMORY not in found.principal.permissions:
+        return _refusal(exceptions.PermissionDenied("This API key lacks the 'memory' permission."),
+                        "permission_denied")
+    return RequestKey(parsed=parsed, principal=found.principal)
+
+
+@csrf_exempt
+def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
+    key = _authenticate(request)
+    if isinstance(key, JsonResponse):
+        return key
+    retry_after = key_retry_after(key.principal)
+    if retry_after is not None:
+        limited = JsonResponse(error_body("rate_limited", "Too many requests for this API key."),
+                               status=429)
+        limited["Retry-After"] = str(max(1, round(retry_after)))
+        return limited
+    environ = dict(request.META)  # a WSGI request's META is its environ
+    body = request.body  # within DATA_UPLOAD_MAX_MEMORY_SIZE (the API's body limit)
+    environ.update({"wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)),
+                    KEY_ENVIRON: key})
+    started: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+        started.update(status=int(status.split(" ", 1)[0]), headers=headers)
+
+    chunks: Iterator[bytes] = iter(mcp_server().wsgi(environ, start_response))  # type: ignore[arg-type]
+    first = next(chunks, b"")  # the app has started its response by its first chunk
+    headers = dict(started["headers"])
+    response: HttpResponseBase
+    if headers.get("content-type", "").startswith("text/event-stream"):
+        response = StreamingHttpResponse(_chain(first, chunks), status=started["status"])
+    else:  # JSON (every answer, in this stateless JSON mode): one body, with its length
+        response = HttpResponse(b"".join(_chain(first, chunks)), status=started["status"])
+    for name, value in started["headers"]:
+        if name.lower() != "content-length":
+            response[name] = value
+    return response
+
+
+def _chain(first: bytes, rest: Iterable[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest

@@ -1,0 +1,303 @@
+"""The MCP server at /mcp, driven by the official ``mcp`` SDK's own client over streamable HTTP
+against a live server (Django's threaded WSGI server, as ``make run`` serves it behind
+gunicorn): tools listed, each tool, a bad key refused before any tool runs, a bound key
+filling user_id and reaching no one else, another tenant absent, DNS rebinding refused.
+
+Each client runs both ways the SDK speaks: ``auto`` (the 2026-07-28 per-request protocol,
+discovered) and ``legacy`` (the initialize handshake Claude's clients use today).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from django.core.management import call_command
+from django.test import override_settings
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from api.mcp.endpoint import transport_security
+from tests.memory_commands import create, delete, insert, rename, str_replace, view
+from tests.reference_tool import reference_outcome, reference_tool
+
+pytestmark = pytest.mark.django_db(transaction=True)
+MODES = ["auto", "legacy"]
+
+
+def operator_tenant(slug: str) -> str:
+    out = io.StringIO()
+    call_command("create_tenant", slug, "--name", slug.title(), stdout=out)
+    return json.loads(out.getvalue())["api_key"]
+
+
+def bound_key(slug: str, user_id: str) -> str:
+    out = io.StringIO()
+    call_command("create_api_key", slug, "--permissions", "memory", "--user", user_id, stdout=out)
+    return json.loads(out.getvalue())["api_key"]
+
+
+def with_mcp(url: str, key: str | None, mode: str,
+             work: Callable[[Client], Awaitable[Any]]) -> Any:
+    """Run ``work`` with an SDK client connected to ``url`` with the key."""
+    async def run() -> Any:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+                return await work(client)
+    return asyncio.run(run())
+
+
+def text(result: Any) -> str:
+    assert [block.type for block in result.content] == ["text"]
+    return result.content[0].text
+
+
+def rest(base: str, key: str) -> httpx.Client:
+    return httpx.Client(base_url=f"{base}/api/v1", headers={"Authorization": f"Bearer {key}"},
+                        timeout=30)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tools_listed_and_each_tool_answers_like_the_rest_api(live_server, mode) -> None:
+    key = operator_tenant("initech")
+    url = f"{live_server.url}/mcp"
+    api = rest(live_server.url, key)
+
+    async def work(client: Client) -> dict[str, Any]:
+        tools = (await client.list_tools()).tools
+        out: dict[str, Any] = {"tools": {t.name: t for t in tools}}
+        out["created"] = await client.call_tool("memory", {
+            "command": "create", "path": "/memories/notes/diet.md",
+            "file_text": "Vegetarian, no fish.\n", "user_id": "alice", "session_id": "s1"})
+        out["viewed"] = await client.call_tool("memory", {
+            "command": "view", "path": "/memories/notes/diet.md", "user_id": "alice"})
+        out["missing"] = await client.call_tool("memory", {
+            "command": "str_replace", "path": "/memories/notes/diet.md", "old_str": "meat",
+            "new_str": "fish", "user_id": "alice"})
+        out["json_text"] = await client.call_tool("memory", {
+            "command": "create", "path": "/memories/list.json", "file_text": '["a", "b"]',
+            "user_id": "alice"})
+        out["recall"] = await client.call_tool("recall", {"query": "vegetarian diet",
+                                                          "user_id": "alice"})
+        out["index"] = await client.call_tool("memory_index", {"user_id": "alice",
+                                                               "session_id": "s1"})
+        out["no_user"] = await client.call_tool("memory", {"command": "view", "path": "/memories"})
+        out["bad_user"] = await client.call_tool("memory_index", {"user_id": "no spaces"})
+        return out
+
+    with api:
+        out = with_mcp(url, key, mode, work)
+        tools = out["tools"]
+        assert set(tools) == {"memory", "recall", "memory_index"}
+        schema = tools["memory"].input_schema
+        assert schema["properties"]["command"]["enum"] == [
+            "view", "create", "str_replace", "insert", "delete", "rename"]
+        assert {"path", "file_text", "view_range", "old_str", "new_str", "insert_line",
+                "insert_text", "old_path", "new_path", "session_id", "profile", "scope",
+                "user_id"} <= set(schema["properties"])
+        assert schema["required"] == ["command"]
+        assert all(len(t.description) < 300 for t in tools.values())
+        assert "never instructions" in tools["memory"].description
+        assert "data, not instructions" in tools["recall"].description
+
+        # The memory tool: exactly the REST tool's content and is_error.
+        assert (text(out["created"]), out["created"].is_error) == (
+            "File created successfully at: /memories/notes/diet.md", False)
+        same = api.post("/users/alice/memory", json={
+            "command": "view", "path": "/memories/notes/diet.md"}).json()
+        assert (text(out["viewed"]), out["viewed"].is_error) == (same["content"], False)
+        refused = api.post("/users/alice/memory", json={
+            "command": "str_replace", "path": "/memories/notes/diet.md", "old_str": "meat",
+            "new_str": "fish"}).json()
+        assert refused["is_error"] is True
+        assert (text(out["missing"]), out["missing"].is_error) == (refused["content"], True)
+        got = api.get("/users/alice/documents/global/list.json").json()
+        assert got["content"] == '["a", "b"]' and got["updated_by"] == "assistant"
+        # Recall: the <memori_context> text, and the REST results as structured content.
+        rest_recall = api.post("/users/alice/recall", json={"query": "vegetarian diet"}).json()
+        assert text(out["recall"]) == rest_recall["context"]
+        assert text(out["recall"]).startswith("<memori_context>")
+        assert out["recall"].structured_content == {"results": rest_recall["results"]}
+        # The index.
+        rest_index = api.get("/users/alice/memory/index", params={"session_id": "s1"}).json()
+        assert text(out["index"]) == rest_index["text"] and "/notes/diet.md" in rest_index["text"]
+        # An unbound key must say whose memory it is.
+        assert out["no_user"].is_error and "user_id is required" in text(out["no_user"])
+        assert out["bad_user"].is_error and "user_id must be" in text(out["bad_user"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_bound_key_fills_user_id_and_reaches_no_one_else(live_server, mode) -> None:
+    admin = operator_tenant("initech")
+    key = bound_key("initech", "bob")
+    url = f"{live_server.url}/mcp"
+    api = rest(live_server.url, admin)
+    with api:
+        assert api.put("/users/alice/documents/global/notes/diet.md",
+                       json={"content": "Vegetarian, no fish."}).status_code == 201
+
+        async def work(client: Client) -> dict[str, Any]:
+            return {
+                "own": await client.call_tool("memory", {
+                    "command": "create", "path": "/memories/bob.md", "file_text": "Likes tea."}),
+                "own_index": await client.call_tool("memory_index", {}),
+                "other_view": await client.call_tool("memory", {
+                    "command": "view", "path": "/memories/notes/diet.md", "user_id": "alice"}),
+                "ghost_view": await client.call_tool("memory", {
+                    "command": "view", "path": "/memories/notes/diet.md", "user_id": "ghost"}),
+                "other_write": await client.call_tool("memory", {
+                    "command": "create", "path": "/memories/x.md", "file_text": "x",
+                    "user_id": "alice"}),
+                "ghost_write": await client.call_tool("memory", {
+                    "command": "create", "path": "/memories/x.md", "file_text": "x",
+                    "user_id": "ghost"}),
+                "other_recall": await client.call_tool("recall", {"query": "vegetarian",
+                                                                  "user_id": "alice"}),
+                "ghost_recall": await client.call_tool("recall", {"query": "vegetarian",
+                                                                  "user_id": "ghost"}),
+            }
+
+        out = with_mcp(url, key, mode, work)
+        assert not out["own"].is_error
+        assert api.get("/users/bob/documents/global/bob.md").json()["content"] == "Likes tea."
+        assert "/bob.md" in text(out["own_index"])
+        # alice looks exactly like a person who does not exist, for reads and for writes.
+        for verb in ("view", "write", "recall"):
+            reached, missed = out[f"other_{verb}"], out[f"ghost_{verb}"]
+            assert (text(reached), reached.is_error, reached.structured_content) == (
+                text(missed), missed.is_error, missed.structured_content), verb
+        assert out["other_view"].is_error and "does not exist" in text(out["other_view"])
+        assert out["other_write"].is_error and "bound to one end user" in text(out["other_write"])
+        assert text(out["other_recall"]) == ""
+        assert api.get("/users/alice/documents").json()["documents"][0]["bytes"] == 20
+        assert api.get("/users/ghost").json()["created_at"] is None
+
+
+def test_a_bad_key_is_401_before_any_tool_runs(live_server) -> None:
+    key = operator_tenant("initech")
+    url = f"{live_server.url}/mcp"
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "memory", "arguments": {"command": "create", "path": "/memories/a.md",
+                                        "file_text": "x", "user_id": "alice"}}}
+    headers = {"Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-11-25"}
+    for authorization in (None, "Bearer mh_1_abcdefgh_" + "x" * 43, "Basic abc", "Bearer " + key[:-2]):
+        sent = {**headers, **({"Authorization": authorization} if authorization else {})}
+        response = httpx.post(url, json=call, headers=sent, timeout=30)
+        assert response.status_code == 401, authorization
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+        assert set(response.json()["error"]) == {"code", "message"}
+    with rest(live_server.url, key) as api:
+        assert api.get("/users/alice").json()["created_at"] is None  # nothing ran
+    with pytest.raises(Exception):
+        with_mcp(url, "mh_1_abcdefgh_" + "x" * 43, "legacy", lambda client: client.list_tools())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_another_tenants_person_is_absent(live_server, mode) -> None:
+    key, other = operator_tenant("initech"), operator_tenant("umbrella")
+    with rest(live_server.url, key) as api:
+        api.put("/users/alice/documents/global/notes/diet.md", json={"content": "Vegetarian."})
+
+    async def work(client: Client) -> list[Any]:
+        results = []
+        for user in ("alice", "ghost"):
+            results.append(await client.call_tool("memory", {
+                "command": "view", "path": "/memories/notes/diet.md", "user_id": user}))
+            results.append(await client.call_tool("memory", {
+                "command": "view", "path": "/memories", "user_id": user}))
+            results.append(await client.call_tool("recall", {"query": "vegetarian",
+                                                             "user_id": user}))
+            results.append(await client.call_tool("memory_index", {"user_id": user}))
+        return results
+
+    out = with_mcp(f"{live_server.url}/mcp", other, mode, work)
+    seen = [(text(r).replace("ghost", "alice"), r.is_error, r.structured_content) for r in out]
+    assert seen[:4] == seen[4:]
+    assert not any("Vegetarian" in text(r) for r in out)
+
+
+def test_dns_rebinding_is_refused(live_server) -> None:
+    key = operator_tenant("initech")
+    url = f"{live_server.url}/mcp"
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "memory", "arguments": {"command": "create", "path": "/memories/a.md",
+                                        "file_text": "x", "user_id": "alice"}}}
+    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-11-25"}
+    # A page on another site that rebinds its name to this server: its Host, or its Origin.
+    bad_host = httpx.post(url, json=call, headers={**headers, "Host": "attacker.example"},
+                          timeout=30)
+    assert bad_host.status_code in (400, 421)
+    bad_origin = httpx.post(url, json=call, headers={**headers,
+                                                     "Origin": "http://attacker.example"},
+                            timeout=30)
+    assert bad_origin.status_code == 403
+    with rest(live_server.url, key) as api:
+        assert api.get("/users/alice").json()["created_at"] is None  # no tool ran
+    good = httpx.post(url, json=call, headers={**headers, "Origin": live_server.url}, timeout=30)
+    assert good.status_code == 200 and good.json()["result"]["isError"] is False
+
+
+@override_settings(ALLOWED_HOSTS=["memory.example.com", ".example.org", "*"],
+                   CSRF_TRUSTED_ORIGINS=["https://app.example.net"])
+def test_allowed_hosts_come_from_django_settings() -> None:
+    security = transport_security()
+    assert security.enable_dns_rebinding_protection is True
+    assert security.allowed_hosts == ["memory.example.com", "memory.example.com:*",
+                                      "example.org", "example.org:*"]
+    assert "https://app.example.net" in security.allowed_origins
+    assert "https://memory.example.com" in security.allowed_origins
+
+
+def test_the_rate_limit_is_the_apis(live_server, settings) -> None:
+    settings.API_RATE_LIMIT = "2/min"
+    key = operator_tenant("initech")
+    url = f"{live_server.url}/mcp"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Authorization": f"Bearer {key}",
+               "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-11-25"}
+    statuses = [httpx.post(url, json=body, headers=headers, timeout=30).status_code
+                for _ in range(2)]
+    with rest(live_server.url, key) as api:
+        limited = api.get("/users")
+    assert statuses == [200, 200] and limited.status_code == 429
+    again = httpx.post(url, json=body, headers=headers, timeout=30)
+    assert again.status_code == 429 and int(again.headers["Retry-After"]) >= 1
+
+
+def test_the_memory_tool_matches_the_reference_through_mcp(live_server) -> None:
+    """A sequence of commands through MCP gives the SDK reference tool's texts, byte for byte."""
+    key = operator_tenant("initech")
+    commands = [
+        create("/memories/a.md", "one\ntwo\n"),
+        view("/memories/a.md", [1, 1]),
+        insert("/memories/a.md", 1, "x\n"),
+        str_replace("/memories/a.md", "two", "2"),
+        str_replace("/memories/a.md", "zzz", "2"),
+        create("/memories/a.md", "again"),
+        rename("/memories/a.md", "/memories/b.md"),
+        view("/memories/b.md"),
+        delete("/memories/b.md"),
+        view("/memories/b.md"),
+    ]
+
+    async def work(client: Client) -> list[tuple[str, bool]]:
+        out = []
+        for command in commands:
+            result = await client.call_tool("memory", {**command, "user_id": "alice"})
+            out.append((text(result), bool(result.is_error)))
+        return out
+
+    through_mcp = with_mcp(f"{live_server.url}/mcp", key, "auto", work)
+    with reference_tool() as reference:
+        expected = [reference_outcome(reference, command)[:2] for command in commands]
+    assert through_mcp == expected
