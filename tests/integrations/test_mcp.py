@@ -301,3 +301,53 @@ def test_the_memory_tool_matches_the_reference_through_mcp(live_server) -> None:
     with reference_tool() as reference:
         expected = [reference_outcome(reference, command)[:2] for command in commands]
     assert through_mcp == expected
+
+
+def test_served_by_the_production_command(live_server) -> None:
+    """gunicorn as the README runs it in production (gthread workers): /mcp on the API's port.
+    (``live_server`` only makes the test database the server's: its data is committed.)"""
+    import os
+    import secrets
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from tests.benchmarks.benchserver import free_port
+
+    operator_tenant("initech")
+    key = bound_key("initech", "bob")
+    port = free_port()
+    env = {**os.environ, "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50),
+           "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_SSL_REDIRECT": "0",
+           "LOG_LEVEL": "WARNING"}
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application", "--bind",
+         f"127.0.0.1:{port}", "--workers", "2", "--threads", "2"],
+        cwd=Path(__file__).resolve().parents[2], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+
+        async def work(client: Client) -> tuple[set[str], Any, Any]:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            created = await client.call_tool("memory", {
+                "command": "create", "path": "/memories/a.md", "file_text": "Likes tea."})
+            viewed = await client.call_tool("memory", {"command": "view", "path": "/memories/a.md"})
+            return tools, created, viewed
+
+        for mode in MODES:
+            tools, created, viewed = with_mcp(f"{base}/mcp", key, mode, work)
+            assert tools == {"memory", "recall", "memory_index"}
+            assert not viewed.is_error and "Likes tea." in text(viewed)
+        assert httpx.post(f"{base}/mcp", json={}, timeout=10).status_code == 401
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
