@@ -189,6 +189,8 @@ def _message_cursor(raw: str | None) -> tuple[UUID, int] | None:
 
 
 class ConversationListView(TenantAPIView):
+    # A list, not a retrieve: drf-spectacular would give both GETs one operationId.
+    @extend_schema(operation_id="v1_users_conversations_list")
     @_page_schema("List the person's conversations, newest first", ConversationPageSerializer,
                   OpenApiParameter("session_id", str, description="only this session's"),
                   cursor="before", default=CONVERSATION_PAGE_DEFAULT,
