@@ -21,22 +21,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import httpx
 import httpx2
 from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.benchmarks.bench_api import Client
 from tests.benchmarks.benchserver import (
-    ROOT,
     bench_env,
     create_tenant,
     free_port,
@@ -45,6 +41,7 @@ from tests.benchmarks.benchserver import (
     manage,
     percentile,
     purge_queue,
+    serving,
 )
 
 USER = "bench-user"
@@ -55,25 +52,11 @@ MCP_HEADERS = b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Vers
 @contextmanager
 def uvicorn(env: dict[str, str], *, workers: int) -> Iterator[str]:
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "memoryhub.asgi:application", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", str(workers), "--log-level", "warning",
-         "--no-access-log"], cwd=ROOT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit("uvicorn did not come up within 60 s")
+    cmd = [sys.executable, "-m", "uvicorn", "memoryhub.asgi:application", "--host", "127.0.0.1",
+           "--port", str(port), "--workers", str(workers), "--log-level", "warning",
+           "--no-access-log"]
+    with serving(cmd, env, port, "uvicorn") as base:
         yield base
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
 
 
 def timed_rest(client: Client, calls: int) -> list[float]:

@@ -72,6 +72,13 @@ def gunicorn(env: dict[str, str], *, workers: int, threads: int) -> Iterator[str
         "--bind", f"127.0.0.1:{port}", "--workers", str(workers), *worker_class,
         "--log-level", "warning",
     ]
+    with serving(cmd, env, port, "gunicorn") as base:
+        yield base
+
+
+@contextmanager
+def serving(cmd: list[str], env: dict[str, str], port: int, name: str) -> Iterator[str]:
+    """Run the server ``cmd`` listening on ``port`` until /healthz answers; stop it after."""
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -83,7 +90,7 @@ def gunicorn(env: dict[str, str], *, workers: int, threads: int) -> Iterator[str
             except httpx.TransportError:
                 time.sleep(0.2)
         else:
-            raise SystemExit("gunicorn did not come up within 60 s")
+            raise SystemExit(f"{name} did not come up within 60 s")
         yield base
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -29,6 +29,11 @@ from tests.reference_tool import reference_outcome, reference_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MODES = ["auto", "legacy"]
+# One MCP call as it travels on the 2025-11-25 wire, for the tests that send raw HTTP.
+WIRE = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+CREATE_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "memory", "arguments": {"command": "create", "path": "/memories/a.md",
+                                    "file_text": "x", "user_id": "alice"}}}
 
 
 def operator_tenant(slug: str) -> str:
@@ -183,14 +188,9 @@ def test_a_bound_key_fills_user_id_and_reaches_no_one_else(live_server, mode) ->
 def test_a_bad_key_is_401_before_any_tool_runs(live_server) -> None:
     key = operator_tenant("initech")
     url = f"{live_server.url}/mcp"
-    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "memory", "arguments": {"command": "create", "path": "/memories/a.md",
-                                        "file_text": "x", "user_id": "alice"}}}
-    headers = {"Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": "2025-11-25"}
     for authorization in (None, "Bearer mh_1_abcdefgh_" + "x" * 43, "Basic abc", "Bearer " + key[:-2]):
-        sent = {**headers, **({"Authorization": authorization} if authorization else {})}
-        response = httpx.post(url, json=call, headers=sent, timeout=30)
+        sent = {**WIRE, **({"Authorization": authorization} if authorization else {})}
+        response = httpx.post(url, json=CREATE_CALL, headers=sent, timeout=30)
         assert response.status_code == 401, authorization
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
         assert set(response.json()["error"]) == {"code", "message"}
@@ -227,22 +227,18 @@ def test_another_tenants_person_is_absent(live_server, mode) -> None:
 def test_dns_rebinding_is_refused(live_server) -> None:
     key = operator_tenant("initech")
     url = f"{live_server.url}/mcp"
-    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "memory", "arguments": {"command": "create", "path": "/memories/a.md",
-                                        "file_text": "x", "user_id": "alice"}}}
-    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": "2025-11-25"}
+    headers = {"Authorization": f"Bearer {key}", **WIRE}
     # A page on another site that rebinds its name to this server: its Host, or its Origin.
-    bad_host = httpx.post(url, json=call, headers={**headers, "Host": "attacker.example"},
+    bad_host = httpx.post(url, json=CREATE_CALL, headers={**headers, "Host": "attacker.example"},
                           timeout=30)
     assert bad_host.status_code in (400, 421)
-    bad_origin = httpx.post(url, json=call, headers={**headers,
+    bad_origin = httpx.post(url, json=CREATE_CALL, headers={**headers,
                                                      "Origin": "http://attacker.example"},
                             timeout=30)
     assert bad_origin.status_code == 403
     with rest(live_server.url, key) as api:
         assert api.get("/users/alice").json()["created_at"] is None  # no tool ran
-    good = httpx.post(url, json=call, headers={**headers, "Origin": live_server.url}, timeout=30)
+    good = httpx.post(url, json=CREATE_CALL, headers={**headers, "Origin": live_server.url}, timeout=30)
     assert good.status_code == 200 and good.json()["result"]["isError"] is False
 
 
@@ -262,9 +258,7 @@ def test_the_rate_limit_is_the_apis(live_server, settings) -> None:
     key = operator_tenant("initech")
     url = f"{live_server.url}/mcp"
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    headers = {"Authorization": f"Bearer {key}",
-               "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": "2025-11-25"}
+    headers = {"Authorization": f"Bearer {key}", **WIRE}
     statuses = [httpx.post(url, json=body, headers=headers, timeout=30).status_code
                 for _ in range(2)]
     with rest(live_server.url, key) as api:
@@ -308,12 +302,9 @@ def test_served_by_the_production_command(live_server) -> None:
     (``live_server`` only makes the test database the server's: its data is committed.)"""
     import os
     import secrets
-    import subprocess
     import sys
-    import time
-    from pathlib import Path
 
-    from tests.benchmarks.benchserver import free_port
+    from tests.benchmarks.benchserver import free_port, serving
 
     operator_tenant("initech")
     key = bound_key("initech", "bob")
@@ -322,19 +313,9 @@ def test_served_by_the_production_command(live_server) -> None:
            "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_SSL_REDIRECT": "0",
            "LOG_LEVEL": "WARNING"}
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application", "--bind",
-         f"127.0.0.1:{port}", "--workers", "2", "--threads", "2"],
-        cwd=Path(__file__).resolve().parents[2], env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+    command = [sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application", "--bind",
+               f"127.0.0.1:{port}", "--workers", "2", "--threads", "2"]
+    with serving(command, env, port, "gunicorn") as base:
 
         async def work(client: Client) -> tuple[set[str], Any, Any]:
             tools = {t.name for t in (await client.list_tools()).tools}
@@ -348,6 +329,3 @@ def test_served_by_the_production_command(live_server) -> None:
             assert tools == {"memory", "recall", "memory_index"}
             assert not viewed.is_error and "Likes tea." in text(viewed)
         assert httpx.post(f"{base}/mcp", json={}, timeout=10).status_code == 401
-    finally:
-        server.terminate()
-        server.wait(timeout=30)

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import io
 import json
-from itertools import count
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import resolve
 
-from memoryhub.identifiers import uuid7
 from tests.isolation.test_cross_tenant import (
     CASES,
     VICTIM,
@@ -24,10 +22,10 @@ from tests.isolation.test_cross_tenant import (
     normalized,
     seed_acme,
     send,
+    target_and_absent,
 )
 
 OWNER = "bob"  # the person acme's bound key reaches
-_ghosts = count()
 
 # The routes whose URL names no person but that serve a bound key (showing only its person).
 SERVES_BOUND_KEYS = {"users"}
@@ -55,14 +53,8 @@ def test_another_person_looks_absent_to_a_bound_key(acme, case: Case) -> None:
     client = bound_client(acme)
     assert client.get(f"/api/v1/users/{OWNER}").status_code == 200  # last_used_at set now
     before = acme_state(acme)
-    ghost = f"ghost-{next(_ghosts)}"
-    target = {"user": VICTIM, "profile": "cooking", **seeded}
-    absent = {"user": ghost, "profile": "ghost-profile",
-              "webhook": str(int(seeded["webhook"]) + 10_000), "conversation": str(uuid7()),
-              "key": str(int(seeded["key"]) + 10_000)}
-    used = [name for name in target if "{" + name + "}" in case.url]
-    target = {name: target[name] for name in used}
-    absent = {name: absent[name] for name in used}
+    target, absent = target_and_absent(case, seeded)
+    used = list(target)
 
     reached = send(client, case, target)
     missed = send(client, case, absent)

@@ -191,19 +191,22 @@ def normalized(response, names: dict[str, str]) -> tuple[int, Any, dict[str, str
     return response.status_code, scrub(body), headers
 
 
+def target_and_absent(case: Case, seeded: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The names ``case``'s URL uses: acme's things, and things that never existed."""
+    target = {"user": VICTIM, "profile": "cooking", **seeded}
+    absent = {"user": f"ghost-{next(_ghosts)}", "profile": "ghost-profile",
+              "webhook": str(int(seeded["webhook"]) + 10_000), "conversation": str(uuid7()),
+              "key": str(int(seeded["key"]) + 10_000)}
+    used = [name for name in target if "{" + name + "}" in case.url]
+    return {name: target[name] for name in used}, {name: absent[name] for name in used}
+
+
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_acmes_data_looks_absent_to_globex(acme, globex, case: Case) -> None:
     seeded = seed_acme(acme)
     before = acme_state(acme)
-    ghost = f"ghost-{next(_ghosts)}"
-    target = {"user": VICTIM, "profile": "cooking", **seeded}
-    absent = {"user": ghost, "profile": "ghost-profile",
-              "webhook": str(int(seeded["webhook"]) + 10_000), "conversation": str(uuid7()),
-              "key": str(int(seeded["key"]) + 10_000)}
-
-    used = [name for name in target if "{" + name + "}" in case.url]
-    target = {name: target[name] for name in used}
-    absent = {name: absent[name] for name in used}
+    target, absent = target_and_absent(case, seeded)
+    used = list(target)
 
     reached = send(globex.client, case, target)
     missed = send(globex.client, case, absent)
