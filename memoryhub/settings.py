@@ -320,6 +320,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ActorEnum": "memoryhub.models.Actor.values",
         "EventTypeEnum": "memoryhub.models.EventType.values",
+        "FactTypeEnum": "memoryhub.models.FactType.values",
+        "FactEventEnum": "memoryhub.models.FactEvent.values",
     },
 }
 

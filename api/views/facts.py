@@ -86,6 +86,7 @@ class FactListView(TenantAPIView):
     writing_methods = frozenset({"POST"})
 
     @extend_schema(
+        operation_id="users_facts_list",
         summary="List the person's facts, newest first",
         parameters=[
             OpenApiParameter("type", str, enum=list(FACT_TYPES)),
