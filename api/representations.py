@@ -30,6 +30,10 @@ from memoryhub.models import (
     Actor,
     Conversation,
     EventType,
+    Fact,
+    FactEvent,
+    FactType,
+    FactVersion,
     MemoryDocument,
     MemoryEvent,
     Message,
@@ -551,3 +555,72 @@ def turn_context_representation(context: TurnContext) -> dict[str, Any]:
         "recall": None if context.recall is None else recall_representation(context.recall),
         "history": None if context.history is None else history_representation(context.history),
     }
+
+
+# --- Facts -----------------------------------------------------------------------------------
+
+
+class FactSourceSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField(allow_null=True)
+    message_ids = serializers.ListField(child=serializers.CharField())
+
+
+class FactSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    type = serializers.ChoiceField(choices=FactType.values)
+    content = serializers.CharField()
+    subject = serializers.CharField(allow_null=True)
+    predicate = serializers.CharField(allow_null=True)
+    object = serializers.CharField(allow_null=True)
+    process = serializers.CharField(allow_null=True)
+    confidence = serializers.FloatField()
+    valid_at = serializers.DateTimeField()
+    invalid_at = serializers.DateTimeField(allow_null=True, help_text="set: no longer true")
+    source = FactSourceSerializer()  # type: ignore[assignment]  # a field, not Field.source
+    version = serializers.IntegerField(help_text="1 on create, +1 on every change; the ETag")
+    updated_by = serializers.ChoiceField(choices=Actor.values)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class FactPageSerializer(serializers.Serializer):
+    facts = FactSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+def fact_representation(fact: Fact) -> dict[str, Any]:
+    """``FactSerializer``: empty subject, predicate, object and process are null."""
+    source = fact.source or {}
+    return {
+        "id": fact.id, "type": fact.type, "content": fact.content,
+        "subject": fact.subject or None, "predicate": fact.predicate or None,
+        "object": fact.object or None, "process": fact.process or None,
+        "confidence": fact.confidence, "valid_at": fact.valid_at, "invalid_at": fact.invalid_at,
+        "source": {"conversation_id": source.get("conversation_id"),
+                   "message_ids": list(source.get("message_ids") or [])},
+        "version": fact.version, "updated_by": fact.updated_by,
+        "created_at": fact.created_at, "updated_at": fact.updated_at,
+    }
+
+
+def fact_page_representation(rows: Sequence[Fact], page: Page) -> dict[str, Any]:
+    return keyset_page(rows, page, items="facts", represent=fact_representation,
+                       key=lambda f: (str(f.id),))
+
+
+class FactVersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    event = serializers.ChoiceField(choices=FactEvent.values)
+    content = serializers.CharField()
+    actor = serializers.ChoiceField(choices=Actor.values)
+    at = serializers.DateTimeField()
+
+
+class FactHistorySerializer(serializers.Serializer):
+    history = FactVersionSerializer(many=True, help_text="oldest first")
+
+
+def fact_history_representation(rows: Sequence[FactVersion]) -> dict[str, Any]:
+    """``FactHistorySerializer``."""
+    return {"history": [{"version": r.version, "event": r.event, "content": r.content,
+                         "actor": r.actor, "at": r.at} for r in rows]}

@@ -30,6 +30,7 @@ from rest_framework.utils import json as drf_json
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.errors import ApiError
+from memoryhub.facts import FACT_TYPES
 from memoryhub.memory_tool.commands import COMMANDS
 from memoryhub.models import Scope
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
@@ -422,6 +423,42 @@ class TurnContextInputSerializer(serializers.Serializer):
         min_value=0, max_value=MAX_HISTORY_CONVERSATIONS, default=0,
         help_text="how many earlier conversations to include (this session's left out)",
     )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        reject_unknown_fields(self)
+        return attrs
+
+
+# --- Facts -----------------------------------------------------------------------------------
+
+
+class FactSourceInput(ClosedSerializer):
+    conversation_id = StrictStringField(required=False, allow_null=True, max_length=64)
+    message_ids = serializers.ListField(child=StrictStringField(max_length=64), required=False,
+                                        max_length=100)
+
+
+class FactCreateSerializer(serializers.Serializer):
+    content = StrictStringField(raw_text=True, help_text="at most 2,000 bytes of text")
+    type = serializers.ChoiceField(choices=list(FACT_TYPES), default="fact")
+    subject = StrictStringField(required=False, allow_null=True, max_length=200)
+    predicate = StrictStringField(required=False, allow_null=True, max_length=200)
+    object = StrictStringField(required=False, allow_null=True, max_length=500)
+    process = StrictStringField(required=False, allow_null=True, max_length=128)
+    confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0, default=1.0)
+    valid_at = serializers.DateTimeField(required=False, help_text="default: now")
+    source = FactSourceInput(required=False)  # type: ignore[assignment]  # a field, not Field.source
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        reject_unknown_fields(self)
+        return attrs
+
+
+class FactPatchSerializer(serializers.Serializer):
+    content = StrictStringField(raw_text=True, required=False)
+    confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
+    invalid_at = serializers.DateTimeField(required=False, allow_null=True,
+                                           help_text="a time: no longer true since then; null: true again")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         reject_unknown_fields(self)

@@ -15,6 +15,7 @@ from api.views.documents import (
     SessionDocumentView,
 )
 from api.views.events import EventListView
+from api.views.facts import FactHistoryView, FactListView, FactView
 from api.views.memory import MemoryIndexView, MemorySnapshotView, MemoryToolView
 from api.views.profiles import ProfileListView, ProfileView
 from api.views.recall import RecallView
@@ -67,6 +68,10 @@ urlpatterns = [
          ConversationSummaryView.as_view(), name="conversation-summary"),
     path("users/<str:user_id>/history", HistoryView.as_view(), name="history"),
     path("users/<str:user_id>/context", TurnContextView.as_view(), name="turn-context"),
+    path("users/<str:user_id>/facts", FactListView.as_view(), name="facts"),
+    path("users/<str:user_id>/facts/<str:fact_id>", FactView.as_view(), name="fact"),
+    path("users/<str:user_id>/facts/<str:fact_id>/history", FactHistoryView.as_view(),
+         name="fact-history"),
     path("webhooks", WebhookListView.as_view(), name="webhooks"),
     path("webhooks/<int:webhook_id>", WebhookView.as_view(), name="webhook"),
 ]

@@ -68,3 +68,12 @@ class VersionMismatch(MemoryRefusal):
 class DocumentNotFound(MemoryRefusal):
     code = "not_found"
     http_status = 404
+
+
+class FactTooLarge(MemoryRefusal):
+    code = "fact_too_large"
+
+
+class FactNotFound(MemoryRefusal):
+    code = "not_found"
+    http_status = 404

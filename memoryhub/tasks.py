@@ -21,9 +21,11 @@ import logging
 from datetime import timedelta
 
 from celery import shared_task
+from django.db import DatabaseError
 from django.utils import timezone
 
 from memoryhub.infra.embeddings import EmbeddingError
+from memoryhub.services.augmentation import AUGMENT_BATCH, conversation_augment
 from memoryhub.services.passages import document_embed, documents_awaiting_vectors
 from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch, write_tallies_purge
 from memoryhub.services.webhooks import deliveries_due, webhook_deliver
@@ -119,3 +121,19 @@ def embeddings_sweep() -> int:
             embed_documents.delay(items=[[tenant_id, pk, version] for pk, version in waiting])
         enqueued += len(waiting)
     return enqueued
+
+
+@shared_task(
+    name="memoryhub.tasks.augment_conversation",
+    autoretry_for=(DatabaseError,), retry_backoff=2, retry_backoff_max=300, max_retries=6,
+)
+def augment_conversation(*, tenant_id: int, conversation_id: str) -> int:
+    """Learn facts from the conversation's messages after its cursor, one transaction per
+    batch (memoryhub/services/augmentation.py); a retry starts again from the cursor."""
+    total = 0
+    while True:
+        with tenant_context(tenant_id):
+            read = conversation_augment(conversation_id=conversation_id)
+        total += read
+        if read < AUGMENT_BATCH:
+            return total

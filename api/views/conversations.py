@@ -89,9 +89,10 @@ def _nullable(body: dict[str, Any], name: str, validator: Any) -> Any:
 
 
 def _page_schema(summary: str, shape: Any, narrow: OpenApiParameter, *, cursor: str,
-                 default: int, maximum: int) -> Any:
+                 default: int, maximum: int, operation_id: str | None = None) -> Any:
     """The OpenAPI annotations of a keyset page: one filter, a cursor and the limit."""
     return extend_schema(
+        operation_id=operation_id,
         summary=summary,
         parameters=[
             narrow,
@@ -192,7 +193,8 @@ class ConversationListView(TenantAPIView):
     @_page_schema("List the person's conversations, newest first", ConversationPageSerializer,
                   OpenApiParameter("session_id", str, description="only this session's"),
                   cursor="before", default=CONVERSATION_PAGE_DEFAULT,
-                  maximum=CONVERSATION_PAGE_MAX)
+                  maximum=CONVERSATION_PAGE_MAX,
+                  operation_id="users_conversations_list")  # else it collides with one conversation's
     def get(self, request: Request, user_id: str) -> Response:
         valid_user_id(user_id)
         query = request.query_params

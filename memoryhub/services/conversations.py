@@ -34,6 +34,7 @@ from memoryhub.identifiers import USER_ID_RULE, is_user_id
 from memoryhub.models import Actor, Conversation, EndUser, Message, MessageRole
 from memoryhub.selectors.conversations import conversation_find
 from memoryhub.selectors.documents import memory_disabled_reason
+from memoryhub.services.augmentation import augmentation_schedule
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.events import conversation_deleted_event
 from memoryhub.store.end_users import end_user_find
@@ -216,6 +217,7 @@ def messages_capture(
     )
     result.captured = _append(conversation, kept, now=now)
     result.conversation_id = conversation.id
+    augmentation_schedule(tenant_id=tenant.id, conversation_id=conversation.id)
     return result
 
 

@@ -46,6 +46,9 @@ SPEC_OPERATIONS: dict[str, set[str]] = {
     "/api/v1/users/{user_id}/conversations/{conversation_id}/summary": {"put"},
     "/api/v1/users/{user_id}/history": {"get"},
     "/api/v1/users/{user_id}/context": {"post"},
+    "/api/v1/users/{user_id}/facts": {"get", "post"},
+    "/api/v1/users/{user_id}/facts/{fact_id}": {"get", "patch", "delete"},
+    "/api/v1/users/{user_id}/facts/{fact_id}/history": {"get"},
 }
 METHODS = {"get", "put", "patch", "post", "delete"}
 
@@ -316,6 +319,19 @@ def test_every_documented_answer_is_what_the_operation_answers(
         "session_id": "s2", "query": "build", "history": 3}, format="json"))
     check(f"{users}/context", "post", c.post(f"{V1}/users/alice/context", {}, format="json"))
     check(conversation, "get", c.get(f"{V1}/users/alice/conversations/nothing"))  # 404
+
+    # Facts: create (201), its duplicate (200), the list, one, an edit, its history.
+    facts = f"{users}/facts"
+    made = check(facts, "post", c.post(f"{V1}/users/alice/facts", {
+        "content": "User prefers dark mode", "type": "preference", "subject": "user",
+        "predicate": "prefers", "object": "dark mode"}, format="json"))
+    check(facts, "post", c.post(f"{V1}/users/alice/facts", {"content": "user prefers dark mode"},
+                                format="json"))
+    check(facts, "get", c.get(f"{V1}/users/alice/facts"))
+    one_fact = f"{V1}/users/alice/facts/{made['id']}"
+    check(f"{facts}/{{fact_id}}", "get", c.get(one_fact))
+    check(f"{facts}/{{fact_id}}", "patch", c.patch(one_fact, {"confidence": 0.5}, format="json"))
+    check(f"{facts}/{{fact_id}}/history", "get", c.get(f"{one_fact}/history"))
 
     # The error body, from an operation that documents it.
     check(docs["global"][0], "get", c.get(f"{V1}/users/alice/documents/global/none.md"))  # 404
