@@ -157,7 +157,7 @@ MAX_COLUMN_INTEGER = 2**31 - 1  # what the integer columns hold
 
 def _at_most(limit: int) -> Callable[[object], str | None]:
     def problem(value: object) -> str | None:
-        return f"must be at most {limit}." if isinstance(value, int) and value > limit else None
+        return f"Must be at most {limit}." if isinstance(value, int) and value > limit else None
     return problem
 
 
