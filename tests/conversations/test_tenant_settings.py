@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from tenants.context import tenant_context
 from tenants.models import AuditEntry
+from tenants.services import tenant_settings_update
 
 TENANT = "/api/v1/tenant"
 CAPTURE = "/api/v1/users/alice/sessions/s-1/messages"
@@ -235,6 +237,23 @@ def test_a_bad_value_is_refused_with_its_reason_and_changes_nothing(acme, body, 
     assert response.status_code == 400, response.content
     assert response.json() == {"error": {"code": "invalid_request", "message": message}}
     assert acme.client.get(TENANT).json() == before
+    assert settings_changes(acme) == []
+
+
+def test_the_service_itself_refuses_what_breaks_a_setting_s_rule(acme) -> None:
+    """The API and the page check first; any other caller meets the same rule here."""
+    with pytest.raises(ValidationError) as refused:
+        tenant_settings_update(tenant_id=acme.tenant.id, actor="test", changes={
+            "name": "Changed", "capture_redact": ["ok", "(a+)+"],
+            "capture_excluded_roles": ["robot"], "conversation_timeout_minutes": 10081})
+    assert refused.value.message_dict == {
+        "capture_redact": ["'(a+)+' nests a quantifier inside another, such as (a+)+, which can "
+                           "take exponential time to match; write it without the nesting."],
+        "capture_excluded_roles": ["'robot' is not a role; the roles are system, developer, "
+                                   "user, assistant, tool."],
+        "conversation_timeout_minutes": ["Must be at most 10080."],
+    }
+    assert acme.client.get(TENANT).json()["name"] == "Acme"
     assert settings_changes(acme) == []
 
 
