@@ -40,6 +40,12 @@ SPEC_OPERATIONS: dict[str, set[str]] = {
     "/api/v1/profiles": {"get"},
     "/api/v1/profiles/{profile}": {"put"},
     "/api/v1/events": {"get"},
+    "/api/v1/users/{user_id}/sessions/{session_id}/messages": {"get", "post"},
+    "/api/v1/users/{user_id}/conversations": {"get"},
+    "/api/v1/users/{user_id}/conversations/{conversation_id}": {"get", "delete"},
+    "/api/v1/users/{user_id}/conversations/{conversation_id}/summary": {"put"},
+    "/api/v1/users/{user_id}/history": {"get"},
+    "/api/v1/users/{user_id}/context": {"post"},
 }
 METHODS = {"get", "put", "patch", "post", "delete"}
 
@@ -293,6 +299,29 @@ def test_every_documented_answer_is_what_the_operation_answers(
     assert "secret" not in check(hook, "patch", c.patch(one, {"enabled": False}, format="json"))
     assert "secret" in check(hook, "patch", c.patch(one, {"secret": "s" * 32}, format="json"))
     check(hooks, "get", c.get(hooks))
+
+    # Conversations: capture (stored, and with memory off), history, the turn context.
+    session = f"{users}/sessions/{{session_id}}/messages"
+    captured = check(session, "post", c.post(f"{V1}/users/alice/sessions/s1/messages", {
+        "messages": [{"role": "user", "content": "I moved to Lisbon.", "id": "m-1",
+                      "metadata": {"channel": "web"}},
+                     {"role": "assistant", "content": "Noted."}],
+        "profile": "work", "process": "support-agent"}, format="json"))  # 201
+    check(session, "post", c.post(f"{V1}/users/bob/sessions/s1/messages",
+                                  {"messages": [{"role": "user", "content": "hi"}]},
+                                  format="json"))  # 200: bob's memory is off
+    check(session, "get", c.get(f"{V1}/users/alice/sessions/s1/messages", {"limit": 1}))
+    conversation = f"{users}/conversations/{{conversation_id}}"
+    one_conversation = f"{V1}/users/alice/conversations/{captured['conversation_id']}"
+    check(f"{conversation}/summary", "put",
+          c.put(f"{one_conversation}/summary", {"summary": "Moved to Lisbon."}, format="json"))
+    check(conversation, "get", c.get(one_conversation))
+    check(f"{users}/conversations", "get", c.get(f"{V1}/users/alice/conversations"))
+    check(f"{users}/history", "get", c.get(f"{V1}/users/alice/history"))
+    check(f"{users}/history", "get", c.get(f"{V1}/users/nobody/history"))  # empty text
+    check(f"{users}/context", "post", c.post(f"{V1}/users/alice/context", {
+        "session_id": "s2", "query": "Lisbon", "history": 3}, format="json"))
+    check(f"{users}/context", "post", c.post(f"{V1}/users/alice/context", {}, format="json"))
 
     # The error body, from an operation that documents it.
     check(docs["global"][0], "get", c.get(f"{V1}/users/alice/documents/global/none.md"))  # 404
