@@ -320,6 +320,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ActorEnum": "memoryhub.models.Actor.values",
         "EventTypeEnum": "memoryhub.models.EventType.values",
+        "RoleEnum": "memoryhub.models.MessageRole.values",  # messages and excluded_roles
     },
 }
 

@@ -184,6 +184,7 @@ def _message_cursor(raw: str | None) -> tuple[UUID, int] | None:
 
 class ConversationListView(TenantAPIView):
     @extend_schema(
+        operation_id="v1_users_conversations_list",  # not ..._retrieve, one conversation's
         summary="List the person's conversations, newest first",
         parameters=[
             OpenApiParameter("session_id", str, description="only this session's"),
