@@ -9,7 +9,7 @@ from django import forms
 from memoryhub.capture_policy import MAX_PATTERNS, ROLES
 from memoryhub.identifiers import PROFILE_RULE, is_profile_name, is_session_id
 from tenants.models import CONVERSATION_SETTING_FIELDS, DEFAULT_LIMITS, Permission, Role
-from tenants.services import tenant_setting_problem
+from tenants.services import MAX_CONVERSATION_TIMEOUT_MINUTES, tenant_setting_problem
 
 FORGET_WORD = "FORGET"
 
@@ -137,7 +137,7 @@ class TenantSettingsForm(forms.Form):
     )
     conversation_timeout_minutes = forms.IntegerField(
         label="New conversation after (minutes idle)", min_value=1,
-        help_text="From 1 minute to a week (10080).",
+        help_text=f"From 1 minute to a week ({MAX_CONVERSATION_TIMEOUT_MINUTES}).",
         widget=forms.NumberInput(attrs={"inputmode": "numeric"}),
     )
     max_message_bytes = _limit_field("Largest message (bytes)")
