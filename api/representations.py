@@ -284,9 +284,19 @@ def tenant_representation(tenant: Tenant) -> dict[str, Any]:
         "slug": tenant.slug,
         "name": tenant.name,
         "memory_enabled": tenant.memory_enabled,
-        "limits": {name: getattr(tenant, name) for name in DEFAULT_LIMITS},
-        "retention": {"session_days": tenant.session_days},
+        "limits": {**{name: getattr(tenant, name) for name in DEFAULT_LIMITS},
+                   "max_message_bytes": tenant.max_message_bytes,
+                   "max_history_tokens": tenant.max_history_tokens},
+        "retention": {"session_days": tenant.session_days,
+                      "conversation_days": tenant.conversation_days},
         "recall_threshold": tenant.recall_threshold,
+        "capture": {"excluded_roles": tenant.capture_excluded_roles,
+                    "drop_empty": tenant.capture_drop_empty,
+                    "redact": tenant.capture_redact},
+        "conversation_timeout_minutes": tenant.conversation_timeout_minutes,
+        "max_message_bytes": tenant.max_message_bytes,
+        "max_history_tokens": tenant.max_history_tokens,
+        "augmentation_enabled": tenant.augmentation_enabled,
     }
 
 

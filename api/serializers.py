@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from django.core.validators import ProhibitNullCharactersValidator
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
@@ -30,10 +30,18 @@ from rest_framework.utils import json as drf_json
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.errors import ApiError
+from memoryhub.capture_policy import MAX_PATTERN_CHARS, MAX_PATTERNS, ROLES
 from memoryhub.facts import FACT_TYPES
 from memoryhub.memory_tool.commands import COMMANDS
 from memoryhub.models import Scope
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
+from tenants.services import (
+    MAX_COLUMN_INTEGER,
+    MAX_CONVERSATION_DAYS,
+    MAX_CONVERSATION_TIMEOUT_MINUTES,
+    MAX_MESSAGE_BYTES,
+    tenant_setting_problem,
+)
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -202,6 +210,15 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only: ``"5"``, ``5.0`` and ``true`` are refused, not converted."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise serializers.ValidationError("Must be a whole number.")
+        return super().to_internal_value(data)
+
+
 class StrictFloatField(serializers.FloatField):
     def to_internal_value(self, data: Any) -> float:
         if isinstance(data, bool) or not isinstance(data, int | float):
@@ -276,16 +293,89 @@ class ClosedSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+def checked_by_service(field: str) -> Callable[[Any, Any], Any]:
+    """A ``validate_<name>`` that applies the tenant setting's own rule, the one the settings
+    page and tenants.services.tenant_settings_update apply (tenant_setting_problem)."""
+    def validate(self: serializers.Serializer, value: Any) -> Any:
+        problem = tenant_setting_problem(field, value)
+        if problem is not None:
+            raise serializers.ValidationError(problem)
+        return value
+    return validate
+
+
+# max_message_bytes and max_history_tokens are spelt twice (the spec lists them beside
+# the limits and apart from them): top level and inside "limits", one setting either way.
+_TWICE = " Also spelt {other}: both spellings read and write the one setting."
+MESSAGE_BYTES_HELP = (
+    f"bytes of one captured message's content, 1-{MAX_MESSAGE_BYTES} (a body is at most "
+    "1 MiB); over it, capture is 422 message_too_large. null switches the check off. Default "
+    "65536." + _TWICE
+)
+HISTORY_TOKENS_HELP = (
+    "the history text's budget (4 characters a token): older conversations that do not fit "
+    "are left out. null switches it off. Default 2000." + _TWICE
+)
+
+
+def _max_message_bytes(other: str) -> StrictIntegerField:
+    return StrictIntegerField(min_value=1, max_value=MAX_MESSAGE_BYTES, allow_null=True,
+                              required=False, help_text=MESSAGE_BYTES_HELP.format(other=other))
+
+
+def _max_history_tokens(other: str) -> StrictIntegerField:
+    return StrictIntegerField(min_value=1, max_value=MAX_COLUMN_INTEGER, allow_null=True,
+                              required=False, help_text=HISTORY_TOKENS_HELP.format(other=other))
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string", "enum": list(ROLES)}})
+class RoleListField(serializers.ListField):
+    """Roles, refused by the settings' own rule (excluded_roles_problem names the role)."""
+
+    child = StrictStringField()
+
+
 class LimitsSerializer(ClosedSerializer):
-    max_document_bytes = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_index_entries = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_index_tokens = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_scope_bytes = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_writes_per_turn = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    max_document_bytes = StrictIntegerField(min_value=1, allow_null=True, required=False)
+    max_index_entries = StrictIntegerField(min_value=1, allow_null=True, required=False)
+    max_index_tokens = StrictIntegerField(min_value=1, allow_null=True, required=False)
+    max_scope_bytes = StrictIntegerField(min_value=1, allow_null=True, required=False)
+    max_writes_per_turn = StrictIntegerField(min_value=1, allow_null=True, required=False)
+    max_message_bytes = _max_message_bytes("the top-level max_message_bytes")
+    max_history_tokens = _max_history_tokens("the top-level max_history_tokens")
 
 
 class RetentionSerializer(ClosedSerializer):
-    session_days = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    session_days = StrictIntegerField(min_value=1, allow_null=True, required=False)
+    conversation_days = StrictIntegerField(
+        min_value=1, max_value=MAX_CONVERSATION_DAYS, allow_null=True, required=False,
+        help_text="conversations whose last message is older are deleted (hourly, with "
+                  "events); null keeps them. Default null.",
+    )
+
+
+class CaptureSerializer(ClosedSerializer):
+    """The capture policy, applied in this order: excluded roles, empty messages, redaction.
+    A PATCH changes only the keys it sends."""
+
+    excluded_roles = RoleListField(
+        required=False,
+        help_text=f"messages of these roles ({', '.join(ROLES)}) are not stored. "
+                  'Default ["system"].',
+    )
+    drop_empty = StrictBooleanField(
+        required=False, help_text="drop messages with only whitespace. Default true.")
+    redact = serializers.ListField(
+        child=StrictStringField(), max_length=MAX_PATTERNS, required=False,
+        error_messages={"max_length": f"at most {MAX_PATTERNS} redact patterns."},
+        help_text=f"up to {MAX_PATTERNS} regular expressions (RE2: no backreferences or "
+                  f"lookarounds), each at most {MAX_PATTERN_CHARS} characters, with no nested "
+                  "quantifier such as (a+)+ and not matching the empty string; their matches "
+                  "are stored as [redacted]. Default [].",
+    )
+
+    validate_excluded_roles = checked_by_service("capture_excluded_roles")
+    validate_redact = checked_by_service("capture_redact")
 
 
 # The PATCH /api/v1/tenant body (every field optional) and the declaration of what GET and
@@ -298,11 +388,26 @@ class TenantSerializer(serializers.Serializer):
     limits = LimitsSerializer(required=False)
     retention = RetentionSerializer(required=False)
     recall_threshold = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
+    capture = CaptureSerializer(required=False)
+    conversation_timeout_minutes = StrictIntegerField(
+        min_value=1, max_value=MAX_CONVERSATION_TIMEOUT_MINUTES, required=False,
+        help_text="a message this long after the session's last one starts a new "
+                  "conversation. Default 30.",
+    )
+    max_message_bytes = _max_message_bytes("limits.max_message_bytes")
+    max_history_tokens = _max_history_tokens("limits.max_history_tokens")
+    augmentation_enabled = StrictBooleanField(
+        required=False, help_text="extract facts and summaries after capture. Default true.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = set(self.initial_data) - set(self.fields)
         if unknown:
             raise serializers.ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}.")
+        for name in ("max_message_bytes", "max_history_tokens"):  # spelt twice: must agree
+            limits = attrs.get("limits", {})
+            if name in attrs and name in limits and attrs[name] != limits[name]:
+                raise serializers.ValidationError(
+                    {name: f"{name} and limits.{name} are one setting; they differ here."})
         return attrs
 
 

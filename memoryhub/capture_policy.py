@@ -32,6 +32,9 @@ from memoryhub.credentials import DETECTORS
 REDACTED_CREDENTIAL = "[redacted credential]"
 REDACTED = "[redacted]"
 MAX_PATTERNS = 20
+# The roles a message can have (memoryhub.models.MessageRole, which this pure module cannot
+# import; tests/domain/test_capture_policy.py keeps the two equal).
+ROLES = ("system", "developer", "user", "assistant", "tool")
 MAX_PATTERN_CHARS = 500
 
 _RE2_OPTIONS = re2.Options()
@@ -96,7 +99,8 @@ def redact_pattern_problem(pattern: object) -> str | None:
     if not isinstance(pattern, str) or not pattern:
         return "each redact pattern must be a non-empty string."
     if len(pattern) > MAX_PATTERN_CHARS:
-        return f"a redact pattern is at most {MAX_PATTERN_CHARS} characters."
+        return (f"{_shown(pattern)} is {len(pattern)} characters long; a redact pattern is at "
+                f"most {MAX_PATTERN_CHARS}.")
     try:
         re2.compile(pattern, options=_RE2_OPTIONS)
     except re2.error as exc:
@@ -106,6 +110,21 @@ def redact_pattern_problem(pattern: object) -> str | None:
                 "take exponential time to match; write it without the nesting.")
     if re2.compile(pattern, options=_RE2_OPTIONS).search("") is not None:
         return f"{_shown(pattern)} matches the empty string, so it would redact nothing useful."
+    return None
+
+
+def redact_patterns_problem(patterns: Sequence[object]) -> str | None:
+    """Why a tenant's list of redaction patterns cannot be saved (the first problem), or None."""
+    if len(patterns) > MAX_PATTERNS:
+        return f"at most {MAX_PATTERNS} redact patterns, not {len(patterns)}."
+    return next(filter(None, map(redact_pattern_problem, patterns)), None)
+
+
+def excluded_roles_problem(roles: Sequence[object]) -> str | None:
+    """Why ``roles`` cannot be the excluded roles (the first unknown one), or None."""
+    for role in roles:
+        if role not in ROLES:
+            return f"{role!r} is not a role; the roles are {', '.join(ROLES)}."
     return None
 
 

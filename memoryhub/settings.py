@@ -322,6 +322,7 @@ SPECTACULAR_SETTINGS = {
         "EventTypeEnum": "memoryhub.models.EventType.values",
         "FactTypeEnum": "memoryhub.models.FactType.values",
         "FactEventEnum": "memoryhub.models.FactEvent.values",
+        "RoleEnum": "memoryhub.models.MessageRole.values",  # messages and excluded_roles
     },
 }
 

@@ -273,6 +273,12 @@ def test_every_documented_answer_is_what_the_operation_answers(
     check(f"{V1}/tenant", "get", c.get(f"{V1}/tenant"))
     check(f"{V1}/tenant", "patch", c.patch(f"{V1}/tenant", {"limits": {"max_scope_bytes": None}},
                                            format="json"))
+    conversation_settings = {
+        "capture": {"excluded_roles": ["tool"], "drop_empty": False, "redact": ["x+y"]},
+        "conversation_timeout_minutes": 5, "max_message_bytes": None, "max_history_tokens": 10,
+        "augmentation_enabled": False, "retention": {"conversation_days": 3},
+    }
+    check(f"{V1}/tenant", "patch", c.patch(f"{V1}/tenant", conversation_settings, format="json"))
     check(f"{V1}/profiles/{{profile}}", "put",
           c.put(f"{V1}/profiles/work", {"disabled": True}, format="json"))  # 201
     check(f"{V1}/profiles/{{profile}}", "put",

@@ -44,7 +44,7 @@ from memoryhub.web.selectors import (
     profiles_all,
     tenant_overview,
 )
-from tenants.models import ApiKey, Invitation, Membership
+from tenants.models import CONVERSATION_SETTING_FIELDS, ApiKey, Invitation, Membership
 from tenants.services import (
     MembershipRuleError,
     api_key_create,
@@ -101,7 +101,8 @@ def memory_toggle(request: HtmxHttpRequest, access: TenantAccess) -> HttpRespons
 
 def _settings_initial(access: TenantAccess) -> dict[str, Any]:
     tenant = access.tenant
-    fields = ["name", "memory_enabled", "session_days", "recall_threshold", *LIMIT_LABELS]
+    fields = ["name", "memory_enabled", "session_days", "recall_threshold", *LIMIT_LABELS,
+              *CONVERSATION_SETTING_FIELDS]
     return {name: getattr(tenant, name) for name in fields}
 
 
