@@ -92,8 +92,8 @@ class UserView(TenantAPIView):
     @extend_schema(
         summary="Forget the person",
         description="Deletes, in one transaction, every document of every scope and "
-        "session, the search passages, write tallies, portal links, the end user itself, and "
-        "every event naming them. One `memory.changed` event remains, with data "
+        "session, the search passages, every conversation and its messages, write tallies, "
+        "portal links, the end user itself, and every event naming them. One `memory.changed` event remains, with data "
         '`{"change": "forgotten", "path": null, "scope": null, "scope_key": null}`, so feed '
         "readers drop their copies. 204 also for an unknown user_id (nothing is recorded).",
         request=None,
