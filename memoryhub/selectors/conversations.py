@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Aggregate, OuterRef, Subquery
+from django.db.models import Aggregate, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from memoryhub.models import Conversation, EndUser, Message
@@ -197,6 +197,11 @@ class ConversationRun:
         return self.last_seq < self.conversation.message_count
 
 
+def end_user_conversations(*, end_user: EndUser) -> QuerySet[Conversation]:
+    """The person's conversations newest first (by last message), to page through."""
+    return Conversation.objects.filter(end_user=end_user).order_by("-last_message_at", "-id")
+
+
 class _OncePerPerson(Coalesce):
     """``COALESCE((a subquery on the outer EndUser's key), 0)``. Django would add the whole
     expression to GROUP BY, and PostgreSQL would then run the subquery for every joined row
@@ -228,3 +233,10 @@ def conversations_with_messages(
         by_conversation[message.conversation_id].append(message)
     return [ConversationRun(c, by_conversation[c.id]) for c in conversations]
 
+
+def conversation_run(*, conversation: Conversation, first_seq: int, limit: int) -> ConversationRun:
+    """Up to ``limit`` of the conversation's messages from seq ``first_seq`` on."""
+    messages = Message.objects.filter(
+        conversation=conversation, seq__gte=first_seq, seq__lt=first_seq + limit
+    ).order_by("seq")
+    return ConversationRun(conversation, list(messages), first_seq=first_seq)
