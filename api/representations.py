@@ -43,7 +43,7 @@ from memoryhub.models import (
     Scope,
     WebhookEndpoint,
 )
-from memoryhub.selectors.conversations import History
+from memoryhub.selectors.conversations import ConversationRun, History
 from memoryhub.selectors.people import EndUserExport, EndUserSummary
 from memoryhub.selectors.recall import Recall
 from memoryhub.selectors.turn_context import TurnContext
@@ -147,6 +147,8 @@ class EndUserSerializer(serializers.Serializer):
     bytes = serializers.IntegerField(help_text="total UTF-8 bytes of all documents")
     sessions = serializers.IntegerField(help_text="sessions with at least one document")
     profiles = serializers.IntegerField(help_text="profiles with at least one document")
+    conversations = serializers.IntegerField(help_text="conversations captured")
+    messages = serializers.IntegerField(help_text="messages in those conversations")
 
 
 class EndUserPageSerializer(serializers.Serializer):
@@ -164,6 +166,8 @@ def end_user_representation(summary: EndUserSummary) -> dict[str, Any]:
         "bytes": summary.bytes,
         "sessions": summary.sessions,
         "profiles": summary.profiles,
+        "conversations": summary.conversations,
+        "messages": summary.messages,
     }
 
 
@@ -215,41 +219,6 @@ def event_page_representation(events: Sequence[MemoryEvent]) -> dict[str, Any]:
     return {
         "events": [event_representation(e) for e in events],
         "next_cursor": events[-1].id if events else None,
-    }
-
-
-# --- Export --------------------------------------------------------------------------------
-
-
-class PortalLinkRecordSerializer(serializers.Serializer):
-    created_at = serializers.DateTimeField()
-    expires_at = serializers.DateTimeField()
-    used_at = serializers.DateTimeField(allow_null=True)
-
-
-class ExportSerializer(EndUserSerializer):
-    # In place of their counts (a field, not the base class's attribute type the stubs see).
-    documents = DocumentSerializer(many=True)  # type: ignore[assignment]
-    account_email = serializers.CharField(allow_null=True, help_text="linked web account")
-    events = EventSerializer(many=True)
-    portal_links = PortalLinkRecordSerializer(many=True)
-
-
-def portal_link_record_representation(link: PortalLink) -> dict[str, Any]:
-    """``PortalLinkRecordSerializer``: dates only, tokens are never stored."""
-    return {"created_at": link.created_at, "expires_at": link.expires_at, "used_at": link.used_at}
-
-
-def export_representation(export: EndUserExport) -> dict[str, Any]:
-    """``ExportSerializer``: everything stored for the person, for the API's export and the
-    web page's download: the fields of ``EndUserSerializer``, with the documents themselves
-    in place of their counts."""
-    return {
-        **end_user_representation(export.summary),
-        "account_email": export.account_email,
-        "documents": [document_representation(d) for d in export.documents],
-        "events": [event_representation(e) for e in export.events],
-        "portal_links": [portal_link_record_representation(link) for link in export.portal_links],
     }
 
 
@@ -634,3 +603,50 @@ def fact_history_representation(rows: Sequence[FactVersion]) -> dict[str, Any]:
     """``FactHistorySerializer``."""
     return {"history": [{"version": r.version, "event": r.event, "content": r.content,
                          "actor": r.actor, "at": r.at} for r in rows]}
+
+
+# --- Export (last: it holds the shapes above) ----------------------------------------------
+
+
+class PortalLinkRecordSerializer(serializers.Serializer):
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    used_at = serializers.DateTimeField(allow_null=True)
+
+
+class ConversationExportSerializer(ConversationSerializer):
+    messages = MessageSerializer(many=True, help_text="every message, in order (seq)")
+
+
+class ExportSerializer(EndUserSerializer):
+    # In place of their counts (a field, not the base class's attribute type the stubs see).
+    documents = DocumentSerializer(many=True)  # type: ignore[assignment]
+    account_email = serializers.CharField(allow_null=True, help_text="linked web account")
+    events = EventSerializer(many=True)
+    portal_links = PortalLinkRecordSerializer(many=True)
+    conversations = ConversationExportSerializer(many=True)  # type: ignore[assignment]
+
+
+def portal_link_record_representation(link: PortalLink) -> dict[str, Any]:
+    """``PortalLinkRecordSerializer``: dates only, tokens are never stored."""
+    return {"created_at": link.created_at, "expires_at": link.expires_at, "used_at": link.used_at}
+
+
+def conversation_export_representation(run: ConversationRun) -> dict[str, Any]:
+    """``ConversationExportSerializer``: the conversation as the API shows it, with its messages."""
+    return {**conversation_representation(run.conversation),
+            "messages": [message_representation(m) for m in run.messages]}
+
+
+def export_representation(export: EndUserExport) -> dict[str, Any]:
+    """``ExportSerializer``: everything stored for the person, for the API's export and the
+    web page's download: the fields of ``EndUserSerializer``, with the documents and the
+    conversations themselves in place of their counts."""
+    return {
+        **end_user_representation(export.summary),
+        "account_email": export.account_email,
+        "documents": [document_representation(d) for d in export.documents],
+        "events": [event_representation(e) for e in export.events],
+        "portal_links": [portal_link_record_representation(link) for link in export.portal_links],
+        "conversations": [conversation_export_representation(r) for r in export.conversations],
+    }

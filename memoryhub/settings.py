@@ -357,6 +357,7 @@ CELERY_TIMEZONE = "UTC"
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "memoryhub")
 # Beat: the sweeps re-enqueue what a lost message left behind; every task is idempotent.
 CELERY_BEAT_SCHEDULE = {
+    # Hourly: expired sessions (session_days) and conversations (conversation_days), tallies.
     "retention-purge": {"task": "memoryhub.tasks.retention_purge_all", "schedule": 3600.0},
     "webhooks-sweep": {"task": "memoryhub.tasks.webhooks_sweep", "schedule": 300.0},
     "embeddings-sweep": {"task": "memoryhub.tasks.embeddings_sweep", "schedule": 600.0},

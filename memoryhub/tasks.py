@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from memoryhub.infra.embeddings import EmbeddingError
 from memoryhub.services.augmentation import AUGMENT_BATCH, conversation_augment
+from memoryhub.services.conversations import conversations_expired_purge
 from memoryhub.services.passages import document_embed, documents_awaiting_vectors
 from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch, write_tallies_purge
 from memoryhub.services.webhooks import deliveries_due, webhook_deliver
@@ -71,8 +72,9 @@ def deliver_webhook(*, tenant_id: int, delivery_id: int) -> str:
 
 @shared_task(name="memoryhub.tasks.retention_purge")
 def retention_purge(*, tenant_id: int) -> int:
-    """Purge the tenant's expired sessions, one short transaction per batch, then the write
-    tallies whose turn or minute is long over."""
+    """Purge the tenant's expired sessions, then its expired conversations, one short
+    transaction per batch, then the write tallies whose turn or minute is long over.
+    Returns how many sessions and conversations went."""
     total = 0
     while True:
         with tenant_context(tenant_id):
@@ -81,9 +83,18 @@ def retention_purge(*, tenant_id: int) -> int:
         total += purged
         if purged < RETENTION_BATCH:
             break
+    # Until a batch finds none: one that skipped rows a capture holds may come back short.
+    while conversations := _conversations_batch_purge(tenant_id):
+        total += conversations
     with tenant_context(tenant_id):
         write_tallies_purge()
     return total
+
+
+def _conversations_batch_purge(tenant_id: int) -> int:
+    with tenant_context(tenant_id):
+        tenant = Tenant.objects.get(pk=tenant_id)
+        return conversations_expired_purge(tenant=tenant, now=timezone.now())
 
 
 @shared_task(name="memoryhub.tasks.retention_purge_all")

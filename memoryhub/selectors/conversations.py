@@ -19,7 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
+
+from django.db.models import Aggregate, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from memoryhub.models import Conversation, EndUser, Message
 from memoryhub.selectors.documents import memory_enabled
@@ -165,3 +169,74 @@ def _block(conversation: Conversation, lines: Sequence[tuple[str, str]]) -> str:
         body = "".join(f"{role}: {content}\n" for role, content in lines)
     return f"{BLOCK_BEGIN}[Meta] Conversation Recorded at: {recorded}\n{body}{BLOCK_END}"
 
+
+
+# --- the person's counts, page and export ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConversationRun:
+    """A conversation with a run of its messages in order, from seq ``first_seq`` (all of
+    them, or the few a list shows). ``seq`` counts a conversation's messages from 1 without
+    gaps, so a run of seq numbers is a page of messages that needs no offset."""
+
+    conversation: Conversation
+    messages: list[Message]
+    first_seq: int = 1
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + len(self.messages) - 1
+
+    @property
+    def has_earlier(self) -> bool:
+        return self.first_seq > 1
+
+    @property
+    def has_later(self) -> bool:
+        return self.last_seq < self.conversation.message_count
+
+
+def end_user_conversations(*, end_user: EndUser) -> QuerySet[Conversation]:
+    """The person's conversations newest first (by last message), to page through."""
+    return Conversation.objects.filter(end_user=end_user).order_by("-last_message_at", "-id")
+
+
+class _OncePerPerson(Coalesce):
+    """``COALESCE((a subquery on the outer EndUser's key), 0)``. Django would add the whole
+    expression to GROUP BY, and PostgreSQL would then run the subquery for every joined row
+    (each document) instead of once per person; the key it reads is grouped already."""
+
+    def get_group_by_cols(self) -> list[Any]:
+        return []
+
+
+def conversations_per_person(aggregate: Aggregate) -> Coalesce:
+    """``aggregate`` over the conversations of the outer query's person (an annotation of an
+    EndUser queryset), 0 for none. A subquery, because beside joined documents a second join
+    would multiply the rows both are counted from."""
+    rows = (Conversation.objects.filter(end_user=OuterRef("pk")).order_by()
+            .values("end_user").annotate(n=aggregate).values("n"))
+    return _OncePerPerson(Subquery(rows), 0)
+
+
+def conversations_with_messages(
+    conversations: Sequence[Conversation], *, first: int | None = None
+) -> list[ConversationRun]:
+    """Each conversation with its messages in order, or only its first ``first`` ones, in
+    one query for all of them (the conversation-and-seq index serves it)."""
+    messages = Message.objects.filter(conversation_id__in=[c.id for c in conversations])
+    if first is not None:
+        messages = messages.filter(seq__lte=first)
+    by_conversation: dict[UUID, list[Message]] = {c.id: [] for c in conversations}
+    for message in messages.order_by("conversation_id", "seq"):
+        by_conversation[message.conversation_id].append(message)
+    return [ConversationRun(c, by_conversation[c.id]) for c in conversations]
+
+
+def conversation_run(*, conversation: Conversation, first_seq: int, limit: int) -> ConversationRun:
+    """Up to ``limit`` of the conversation's messages from seq ``first_seq`` on."""
+    messages = Message.objects.filter(
+        conversation=conversation, seq__gte=first_seq, seq__lt=first_seq + limit
+    ).order_by("seq")
+    return ConversationRun(conversation, list(messages), first_seq=first_seq)

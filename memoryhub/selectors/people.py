@@ -15,7 +15,12 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, Collate
 
 from memoryhub import paths
-from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, PortalLink, Scope
+from memoryhub.models import Conversation, EndUser, MemoryDocument, MemoryEvent, PortalLink, Scope
+from memoryhub.selectors.conversations import (
+    ConversationRun,
+    conversations_per_person,
+    conversations_with_messages,
+)
 from memoryhub.selectors.documents import lookup_locations
 from memoryhub.selectors.events import events_of_person
 
@@ -33,28 +38,37 @@ class EndUserSummary:
     bytes: int = 0
     sessions: int = 0
     profiles: int = 0
+    conversations: int = 0
+    messages: int = 0
 
 
-_COUNTS = {
-    "n_session": Count("id", filter=Q(scope=Scope.SESSION)),
-    "n_profile": Count("id", filter=Q(scope=Scope.PROFILE)),
-    "n_global": Count("id", filter=Q(scope=Scope.GLOBAL)),
-    "n_bytes": Coalesce(Sum("bytes"), 0),
-    "n_sessions": Count("scope_key", distinct=True, filter=Q(scope=Scope.SESSION)),
-    "n_profiles": Count("scope_key", distinct=True, filter=Q(scope=Scope.PROFILE)),
-}
+def _counts() -> dict[str, Any]:
+    """The counts of one person, as annotations of their EndUser row: documents joined,
+    conversations in subqueries."""
+    return {
+        "n_session": Count("documents", filter=Q(documents__scope=Scope.SESSION)),
+        "n_profile": Count("documents", filter=Q(documents__scope=Scope.PROFILE)),
+        "n_global": Count("documents", filter=Q(documents__scope=Scope.GLOBAL)),
+        "n_bytes": Coalesce(Sum("documents__bytes"), 0),
+        "n_sessions": Count("documents__scope_key", distinct=True,
+                            filter=Q(documents__scope=Scope.SESSION)),
+        "n_profiles": Count("documents__scope_key", distinct=True,
+                            filter=Q(documents__scope=Scope.PROFILE)),
+        "n_conversations": conversations_per_person(Count("id")),
+        "n_messages": conversations_per_person(Sum("message_count")),
+    }
 
 
 def _summaries(end_users: list[EndUser]) -> list[EndUserSummary]:
-    """Counts for a page of people in one grouped query over their documents.
+    """Counts for a page of people in one query: documents, conversations and messages.
 
     Paging the people first and counting after keeps a page's cost independent of the
     tenant's size (a join-then-group over every person would not be).
     """
     counts = {
-        row["end_user_id"]: row
-        for row in MemoryDocument.objects.filter(end_user__in=end_users)
-        .values("end_user_id").annotate(**_COUNTS).order_by()
+        row["pk"]: row
+        for row in EndUser.objects.filter(pk__in=[end_user.pk for end_user in end_users])
+        .values("pk").annotate(**_counts()).order_by()
     }
     return [_summary(end_user, counts.get(end_user.pk)) for end_user in end_users]
 
@@ -73,6 +87,8 @@ def _summary(end_user: EndUser, counts: dict[str, int] | None) -> EndUserSummary
         bytes=counts["n_bytes"],
         sessions=counts["n_sessions"],
         profiles=counts["n_profiles"],
+        conversations=counts["n_conversations"],
+        messages=counts["n_messages"],
     )
 
 
@@ -179,10 +195,12 @@ class EndUserExport:
     documents: list[MemoryDocument] = field(default_factory=list)
     events: list[MemoryEvent] = field(default_factory=list)
     portal_links: list[PortalLink] = field(default_factory=list)
+    conversations: list[ConversationRun] = field(default_factory=list)
 
 
 def end_user_export(*, user_id: str) -> EndUserExport:
     """Everything stored for the person. Passages are left out: they are copies of content.
+    Conversations come in the order they started, each with every message in order.
 
     An unknown ``user_id`` exports as empty, even if the feed still names it (the one
     ``forgotten`` event a forgotten person leaves behind holds nothing of theirs).
@@ -196,4 +214,7 @@ def end_user_export(*, user_id: str) -> EndUserExport:
         documents=list(_in_code_point_order(MemoryDocument.objects.filter(end_user=end_user))),
         events=events_of_person(user_id=user_id),
         portal_links=list(PortalLink.objects.filter(end_user=end_user).order_by("created_at")),
+        conversations=conversations_with_messages(
+            list(Conversation.objects.filter(end_user=end_user).order_by("started_at", "id"))
+        ),
     )

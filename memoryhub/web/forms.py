@@ -69,6 +69,15 @@ class MemorySwitchForm(forms.Form):
     )
 
 
+class ConversationPlaceForm(forms.Form):
+    """Where the person is among their conversations: the page of the list (a delete brings
+    that page back) and, in an opened conversation, the seq of the first message shown."""
+
+    page = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False,
+                              widget=forms.HiddenInput)
+    start = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
+
+
 # --- Tenant administration ---------------------------------------------------------------
 
 

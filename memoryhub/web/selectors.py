@@ -12,6 +12,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from memoryhub.models import EndUser, EventType, MemoryDocument, MemoryEvent, Profile, Scope
+from memoryhub.selectors.conversations import conversations_per_person
 from tenants.context import web_user_context
 from tenants.models import ApiKey, AuditEntry, Invitation, Membership
 
@@ -175,7 +176,9 @@ PEOPLE_PAGE = 50
 def end_users_search(*, query: str) -> QuerySet[EndUser]:
     """End users whose user_id contains ``query``, with counts and sizes (never content)."""
     people = EndUser.objects.annotate(
-        document_count=Count("documents"), bytes_total=Sum("documents__bytes")
+        document_count=Count("documents"), bytes_total=Sum("documents__bytes"),
+        conversation_count=conversations_per_person(Count("id")),
+        message_count=conversations_per_person(Sum("message_count")),
     ).order_by("user_id")
     if query:
         people = people.filter(user_id__icontains=query)

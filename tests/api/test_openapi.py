@@ -258,6 +258,27 @@ def test_every_documented_answer_is_what_the_operation_answers(
     check(f"{users}/recall", "post", c.post(f"{V1}/users/alice/recall",
                                             {"query": "zebra crossing"}, format="json"))
 
+    # Conversations: capture (201; 200 with memory off), read, summarise, history, context.
+    messages = f"{users}/sessions/{{session_id}}/messages"
+    captured = check(messages, "post", c.post(
+        f"{V1}/users/alice/sessions/s1/messages",
+        {"messages": [{"role": "user", "content": "Hi", "id": "m-1", "metadata": {"k": "v"}},
+                      {"role": "assistant", "content": "Hello"}], "profile": "work"},
+        format="json"))
+    conversation = f"{V1}/users/alice/conversations/{captured['conversation_id']}"
+    check(f"{users}/conversations/{{conversation_id}}/summary", "put",
+          c.put(f"{conversation}/summary", {"summary": "Greetings."}, format="json"))
+    check(f"{users}/conversations/{{conversation_id}}", "get", c.get(conversation))
+    check(f"{users}/conversations", "get", c.get(f"{V1}/users/alice/conversations"))
+    check(messages, "get", c.get(f"{V1}/users/alice/sessions/s1/messages", {"limit": 1}))
+    check(f"{users}/history", "get", c.get(f"{V1}/users/alice/history"))
+    check(f"{users}/context", "post", c.post(f"{V1}/users/alice/context",
+                                             {"query": "tea", "history": 2}, format="json"))
+    c.patch(f"{V1}/users/quiet", {"memory_enabled": False}, format="json")
+    check(messages, "post", c.post(f"{V1}/users/quiet/sessions/s1/messages",
+                                   {"messages": [{"role": "user", "content": "Hi"}]},
+                                   format="json"))  # 200, enabled false
+
     # End users.
     check(f"{users}/portal-link", "post", c.post(f"{V1}/users/alice/portal-link"))
     check(users, "get", c.get(f"{V1}/users/alice"))
@@ -267,6 +288,7 @@ def test_every_documented_answer_is_what_the_operation_answers(
     check(f"{V1}/users", "get", c.get(f"{V1}/users"))
     exported = check(f"{users}/export", "get", c.get(f"{V1}/users/alice/export"))
     assert exported["documents"] and exported["events"] and exported["portal_links"]
+    assert exported["conversations"][0]["messages"]
     check(f"{users}/export", "get", c.get(f"{V1}/users/nobody/export"))
 
     # Tenant administration.

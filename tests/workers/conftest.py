@@ -30,7 +30,9 @@ READY_TIMEOUT = 60.0
 
 def _point_celery_at(conf: dict) -> None:
     """Reconfigure this process's Celery; its producer pool and queue table are cached.
-    What the publisher thread holds goes to the broker it was meant for first."""
+    What the publisher thread holds goes to the broker it was meant for first. kombu keeps
+    producer pools per broker URL too: without ``pools.reset()`` a second module with a
+    worker would get the first one's closed pool back."""
     embedding_publisher.flush()
     celery_app.conf.update(conf)
     if celery_app._pool is not None:
@@ -40,6 +42,7 @@ def _point_celery_at(conf: dict) -> None:
     # next module's worker fixture on the same broker.
     kombu.pools.reset()
     celery_app.__dict__.pop("amqp", None)
+    kombu.pools.reset()
 
 
 @pytest.fixture(scope="module")
