@@ -38,9 +38,6 @@ def _point_celery_at(conf: dict) -> None:
     if celery_app._pool is not None:
         celery_app._pool.force_close_all()
     celery_app._pool = None
-    # kombu's registry of pools, keyed by connection, would hand the closed pool back to the
-    # next module's worker fixture on the same broker.
-    kombu.pools.reset()
     celery_app.__dict__.pop("amqp", None)
     kombu.pools.reset()
 
