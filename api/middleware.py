@@ -22,6 +22,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from django.utils.module_loading import import_string
 
 from api.errors import TOO_LARGE_MESSAGE, error_body
+from memoryhub.numbers import parse_natural
 
 API_PREFIX = "/api/v1/"
 
@@ -68,10 +69,20 @@ class ApiBodyLimitMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path.startswith("/api/"):
-            try:
-                length = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                length = 0
-            if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-                return JsonResponse(error_body("request_too_large", TOO_LARGE_MESSAGE), status=413)
+            refusal = body_refusal(request)
+            if refusal is not None:
+                return refusal
         return self.get_response(request)
+
+
+def body_refusal(request: HttpRequest) -> HttpResponse | None:
+    """The answer to a body the API will not read, judged by its headers; None to read it."""
+    length = parse_natural(request.META.get("CONTENT_LENGTH") or "0")
+    if length is None:
+        # Not a length (RFC 9112, 6.3: an invalid Content-Length is an unrecoverable error).
+        # Django would read such a body as empty, and int() reads digits of other scripts.
+        return JsonResponse(error_body(
+            "invalid_request", "Content-Length must be the body's size in bytes."), status=400)
+    if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        return JsonResponse(error_body("request_too_large", TOO_LARGE_MESSAGE), status=413)
+    return None

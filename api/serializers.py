@@ -32,6 +32,7 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from api.errors import ApiError
 from memoryhub.memory_tool.commands import COMMANDS
 from memoryhub.models import Scope
+from memoryhub.numbers import parse_natural
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
 
 DEFAULT_PAGE_SIZE = 100
@@ -126,9 +127,10 @@ def parse_limit(query: Mapping[str, str], default: int = DEFAULT_PAGE_SIZE) -> i
     raw = query.get("limit")
     if not raw:  # absent or empty
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE_SIZE:
+    limit = parse_natural(raw)
+    if limit is None or not 1 <= limit <= MAX_PAGE_SIZE:
         raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to {MAX_PAGE_SIZE}.")
-    return int(raw)
+    return limit
 
 
 def encode_cursor(key: tuple[Any, ...]) -> str:
@@ -198,6 +200,17 @@ class StrictBooleanField(serializers.BooleanField):
         if not isinstance(data, bool):
             raise serializers.ValidationError("Must be true or false.")
         return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only, within bounds: DRF's IntegerField also takes strings, which int()
+    reads in any script's digits (``"١٠٠"`` is 100), and an unbounded number failed the
+    database's column check as an HTTP 500."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise serializers.ValidationError("Must be an integer.")
+        return super().to_internal_value(data)
 
 
 class StrictFloatField(serializers.FloatField):
@@ -274,16 +287,24 @@ class ClosedSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+def _limit_field() -> StrictIntegerField:
+    # The columns are PostgreSQL integers (the dashboard's form has the same bound).
+    return StrictIntegerField(min_value=1, max_value=2**31 - 1, allow_null=True, required=False)
+
+
 class LimitsSerializer(ClosedSerializer):
-    max_document_bytes = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_index_entries = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_index_tokens = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_scope_bytes = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_writes_per_turn = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    max_document_bytes = _limit_field()
+    max_index_entries = _limit_field()
+    max_index_tokens = _limit_field()
+    max_scope_bytes = _limit_field()
+    max_writes_per_turn = _limit_field()
 
 
 class RetentionSerializer(ClosedSerializer):
-    session_days = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    # 100 years, as on the dashboard: retention subtracts this many days from today, and a
+    # few million days go past year 1 (OverflowError in the hourly purge).
+    session_days = StrictIntegerField(min_value=1, max_value=36500, allow_null=True,
+                                      required=False)
 
 
 # The PATCH /api/v1/tenant body (every field optional) and the declaration of what GET and
@@ -331,7 +352,7 @@ MAX_QUERY_CHARS = 10_000
 
 class RecallInputSerializer(serializers.Serializer):
     query = StrictStringField(allow_blank=False, max_length=MAX_QUERY_CHARS)
-    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    limit = StrictIntegerField(min_value=1, max_value=50, default=10)
     threshold = StrictFloatField(
         min_value=0.0, max_value=1.0, required=False, allow_null=True,
         help_text="drop results scoring below this; default: the tenant's recall_threshold",

@@ -50,5 +50,5 @@ urlpatterns = [
     path("users/<str:user_id>/memory/snapshot", MemorySnapshotView.as_view(),
          name="memory-snapshot"),
     path("webhooks", WebhookListView.as_view(), name="webhooks"),
-    path("webhooks/<int:webhook_id>", WebhookView.as_view(), name="webhook"),
+    path("webhooks/<id:webhook_id>", WebhookView.as_view(), name="webhook"),
 ]

@@ -1,9 +1,13 @@
 from django.contrib import admin
-from django.urls import include, path, re_path
+from django.urls import include, path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from api.views.fallback import api_not_found
 from memoryhub import health
+from memoryhub.numbers import IdConverter
+
+# <id:...> in api/urls.py and memoryhub/web/urls.py, which the includes below import.
+register_converter(IdConverter, "id")
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),

@@ -47,6 +47,7 @@ from api.serializers import (
 from memoryhub import paths
 from memoryhub.errors import MemoryRefusal, ScopeFull, TooManyWrites, VersionMismatch
 from memoryhub.models import Actor, MemoryDocument, Scope
+from memoryhub.numbers import parse_natural
 from memoryhub.selectors.documents import document_get
 from memoryhub.selectors.people import DocumentFilter, end_user_documents_page
 from memoryhub.services.documents import document_put, document_remove, end_user_get_or_create
@@ -158,8 +159,9 @@ def parse_entity_tags(header: str) -> set[int] | None:
     versions = set()
     for tag in header.split(","):
         tag = tag.strip().removeprefix("W/")
-        if len(tag) >= 3 and tag[0] == tag[-1] == '"' and tag[1:-1].isdigit():
-            versions.add(int(tag[1:-1]))
+        version = parse_natural(tag[1:-1]) if len(tag) >= 3 and tag[0] == tag[-1] == '"' else None
+        if version is not None:
+            versions.add(version)
     return versions
 
 

@@ -56,6 +56,7 @@ from memoryhub.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from memoryhub.numbers import parse_natural
 from tenants.models import Tenant
 from tenants.services import audit_record
 
@@ -90,9 +91,10 @@ def signature(*, secret: str, timestamp: int, body: bytes) -> str:
 
 def signature_valid(*, secret: str, timestamp: str, body: bytes, header: str) -> bool:
     """What a receiver does (used by tests and documented for tenants)."""
-    if not timestamp.isdigit():
+    seconds = parse_natural(timestamp)
+    if seconds is None:
         return False
-    expected = signature(secret=secret, timestamp=int(timestamp), body=body)
+    expected = signature(secret=secret, timestamp=seconds, body=body)
     return hmac.compare_digest(expected, header)
 
 
