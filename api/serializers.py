@@ -15,18 +15,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
-from rest_framework.utils import json as drf_json
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.errors import ApiError
@@ -73,27 +69,6 @@ def with_errors(ok: dict[int, Any], **extra: str) -> dict[int, Any]:
 
 
 # --- Bodies ------------------------------------------------------------------------------
-
-
-class TextRuleJSONParser(JSONParser):
-    """JSON whose strings may hold bytes that are not UTF-8, for the bodies that carry content.
-
-    The contract refuses invalid UTF-8 *as a content rule* (documents: 422 ``not_text``; the
-    memory tool: a tool error), not as a malformed body. So undecodable bytes become lone
-    surrogates (``surrogateescape``) and reach the services, whose text check refuses them
-    with the contract's code; a path holding them is refused as ``invalid_path``.
-    """
-
-    def parse(self, stream: IO[bytes], media_type: str | None = None,
-              parser_context: Mapping[str, Any] | None = None) -> Any:
-        encoding = (parser_context or {}).get("encoding") or "utf-8"
-        try:
-            text = codecs.getreader(encoding)(stream, "surrogateescape").read()
-            return drf_json.loads(
-                text, parse_constant=drf_json.strict_constant if self.strict else None
-            )
-        except ValueError as exc:
-            raise ParseError(f"JSON parse error - {exc}") from exc
 
 
 def body_is_empty(request: Any) -> bool:

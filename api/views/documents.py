@@ -29,6 +29,7 @@ from rest_framework.response import Response
 from api.base import TenantAPIView
 from api.errors import ApiError, error_body
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
+from api.parsers import TextRuleJSONParser
 from api.representations import (
     DocumentPageSerializer,
     DocumentSerializer,
@@ -40,7 +41,6 @@ from api.serializers import (
     LIMIT_PARAMETER,
     SCOPES,
     DocumentWriteSerializer,
-    TextRuleJSONParser,
     parse_page,
     with_errors,
 )
