@@ -1,4 +1,5 @@
-"""Middleware of the agent API: its own short chain, and the 1 MiB body limit.
+"""Middleware of the agent API: its own short chain, and the 1 MiB body limit (411 for a
+chunked body the server did not decode: memoryhub/infra/chunked.py).
 
 ``ApiRouterMiddleware`` comes first in ``settings.MIDDLEWARE``. It hands every ``/api/v1/``
 request to a handler built from ``settings.API_MIDDLEWARE`` instead of passing it down the
@@ -98,6 +99,12 @@ class ApiBodyLimitMiddleware:
 
 def body_refusal(request: HttpRequest) -> HttpResponse | None:
     """The answer to a body the API will not read, judged by its headers; None to read it."""
+    if request.META.get("HTTP_TRANSFER_ENCODING") and not request.META.get("CONTENT_LENGTH"):
+        # A chunked body the server did not decode for us (memoryhub/infra/chunked.py does
+        # under gunicorn): Django would read it as empty.
+        return JsonResponse(error_body(
+            "length_required", "Send the body with a Content-Length header; this server "
+            "does not read chunked request bodies."), status=411)
     length = parse_natural(request.META.get("CONTENT_LENGTH") or "0")
     if length is None:
         # Not a length (RFC 9112, 6.3: an invalid Content-Length is an unrecoverable error).
