@@ -26,6 +26,7 @@ from rest_framework import serializers
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.errors import ApiError
+from memoryhub.errors import echo
 from memoryhub.memory_tool.commands import COMMANDS
 from memoryhub.models import Scope
 from memoryhub.numbers import parse_natural
@@ -224,7 +225,7 @@ def reject_unknown_fields(serializer: serializers.Serializer) -> None:
         return
     unknown = set(serializer.initial_data) - set(serializer.fields)
     if unknown:
-        raise serializers.ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}.")
+        raise serializers.ValidationError(f"Unknown fields: {echo(', '.join(sorted(unknown)))}.")
 
 
 # --- End users -----------------------------------------------------------------------------
@@ -258,7 +259,7 @@ class ClosedSerializer(serializers.Serializer):
             unknown = set(data) - set(self.fields)
             if unknown:
                 raise serializers.ValidationError(
-                    f"Unknown fields: {', '.join(sorted(map(str, unknown)))}.")
+                    f"Unknown fields: {echo(', '.join(sorted(map(str, unknown))))}.")
         return super().to_internal_value(data)
 
 
@@ -296,7 +297,8 @@ class TenantSerializer(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = set(self.initial_data) - set(self.fields)
         if unknown:
-            raise serializers.ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}.")
+            raise serializers.ValidationError(
+                f"Unknown fields: {echo(', '.join(sorted(unknown)))}.")
         return attrs
 
 
@@ -306,7 +308,10 @@ class TenantSerializer(serializers.Serializer):
 class WebhookInputSerializer(serializers.Serializer):
     url = serializers.URLField(max_length=2000)
     event_types = serializers.ListField(
-        child=serializers.ChoiceField(choices=EVENT_TYPES), allow_empty=False,
+        # DRF's message quotes the value whole; this one names what is allowed instead.
+        child=serializers.ChoiceField(choices=EVENT_TYPES, error_messages={
+            "invalid_choice": f"must be one of {', '.join(EVENT_TYPES)}."}),
+        allow_empty=False,
         default=list(EVENT_TYPES),
     )
     secret = StrictStringField(

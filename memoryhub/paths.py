@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from memoryhub.errors import echo
+
 __all__ = [
     "MAX_PATH_BYTES",
     "MAX_SEGMENTS",
@@ -87,8 +89,9 @@ class InvalidPath(ValueError):
 
 
 def invalid_path_message(raw: object) -> str:
-    """The contract's refusal text, echoing the path as the caller wrote it."""
-    return f"Error: {raw} is not an allowed path"
+    """The contract's refusal text, echoing the path as the caller wrote it (a path too long to
+    be accepted is cut: ``memoryhub.errors.echo``)."""
+    return f"Error: {echo(str(raw))} is not an allowed path"
 
 
 def has_memories_prefix(raw: str) -> bool:

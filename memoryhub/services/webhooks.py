@@ -48,6 +48,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
+from memoryhub.errors import echo
 from memoryhub.infra.jobs import DELIVER_WEBHOOK, job_enqueue
 from memoryhub.models import (
     DeliveryStatus,
@@ -125,11 +126,11 @@ def webhook_url_check(url: str, *, resolve: bool = True) -> None:
     try:
         infos = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise WebhookUrlError(f"The host {parts.hostname} does not resolve.") from exc
+        raise WebhookUrlError(f"The host {echo(parts.hostname)} does not resolve.") from exc
     for info in infos:
         if not _address_allowed(str(info[4][0])):
             raise WebhookUrlError(
-                f"The host {parts.hostname} resolves to {info[4][0]}, a private or reserved "
+                f"The host {echo(parts.hostname)} resolves to {info[4][0]}, a private or reserved "
                 "address; webhooks go to public addresses only."
             )
 

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memoryhub.errors import ECHO_LIMIT
 from memoryhub.paths import (
     InvalidPath,
     display_path,
@@ -131,6 +132,15 @@ class TestNormalize:
 
 def test_invalid_path_message_echoes_the_raw_path() -> None:
     assert invalid_path_message("/memories/../x") == "Error: /memories/../x is not an allowed path"
+
+
+def test_every_accepted_path_is_quoted_whole_and_a_longer_one_cut() -> None:
+    longest = "/memories/" + "a" * 254 + "/"  # the longest accepted as written: 265 characters
+    assert normalize_path(longest) == "/" + "a" * 254
+    assert len(longest) <= ECHO_LIMIT
+    assert invalid_path_message(longest) == f"Error: {longest} is not an allowed path"
+    huge = "/" + "x" * 100_000
+    assert invalid_path_message(huge) == f"Error: /{'x' * (ECHO_LIMIT - 1)}… is not an allowed path"
 
 
 def test_display_path() -> None:
