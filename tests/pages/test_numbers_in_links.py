@@ -46,3 +46,8 @@ def test_ids_too_long_for_the_database_are_not_found(acme_team, globex_team) -> 
                 f"/t/acme/profiles/{TOO_LONG}"):
         assert client.post(url).status_code == 404, url
     assert client.get(f"/memory/{bob.tenant_id}/{bob.pk}/").status_code == 200
+
+
+def test_a_portal_link_is_a_signed_token_not_a_number(acme_team) -> None:
+    for token in ("²", "١", "9" * 25, "².x"):
+        assert Client().get(f"/portal/{token}").status_code == 410
