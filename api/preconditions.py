@@ -11,6 +11,7 @@ from drf_spectacular.utils import OpenApiParameter
 
 from api.errors import ApiError
 from memoryhub.models import Fact, MemoryDocument
+from memoryhub.numbers import parse_natural
 
 
 def parse_entity_tags(header: str) -> set[int] | None:
@@ -20,8 +21,9 @@ def parse_entity_tags(header: str) -> set[int] | None:
     versions = set()
     for tag in header.split(","):
         tag = tag.strip().removeprefix("W/")
-        if len(tag) >= 3 and tag[0] == tag[-1] == '"' and tag[1:-1].isdigit():
-            versions.add(int(tag[1:-1]))
+        version = parse_natural(tag[1:-1]) if len(tag) >= 3 and tag[0] == tag[-1] == '"' else None
+        if version is not None:
+            versions.add(version)
     return versions
 
 

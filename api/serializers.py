@@ -15,25 +15,23 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_field
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
-from rest_framework.utils import json as drf_json
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.errors import ApiError
 from memoryhub.capture_policy import MAX_PATTERN_CHARS, MAX_PATTERNS, ROLES
+from memoryhub.errors import echo
 from memoryhub.facts import FACT_TYPES
 from memoryhub.memory_tool.commands import COMMANDS
 from memoryhub.models import Scope
+from memoryhub.numbers import parse_natural
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
 from tenants.services import (
     MAX_COLUMN_INTEGER,
@@ -83,27 +81,6 @@ def with_errors(ok: dict[int, Any], **extra: str) -> dict[int, Any]:
 # --- Bodies ------------------------------------------------------------------------------
 
 
-class TextRuleJSONParser(JSONParser):
-    """JSON whose strings may hold bytes that are not UTF-8, for the bodies that carry content.
-
-    The contract refuses invalid UTF-8 *as a content rule* (documents: 422 ``not_text``; the
-    memory tool: a tool error), not as a malformed body. So undecodable bytes become lone
-    surrogates (``surrogateescape``) and reach the services, whose text check refuses them
-    with the contract's code; a path holding them is refused as ``invalid_path``.
-    """
-
-    def parse(self, stream: IO[bytes], media_type: str | None = None,
-              parser_context: Mapping[str, Any] | None = None) -> Any:
-        encoding = (parser_context or {}).get("encoding") or "utf-8"
-        try:
-            text = codecs.getreader(encoding)(stream, "surrogateescape").read()
-            return drf_json.loads(
-                text, parse_constant=drf_json.strict_constant if self.strict else None
-            )
-        except ValueError as exc:
-            raise ParseError(f"JSON parse error - {exc}") from exc
-
-
 def body_is_empty(request: Any) -> bool:
     """True when the request had no body at all (DRF then gives ``request.data == {}``)."""
     return request.stream is None
@@ -136,9 +113,10 @@ def parse_limit(query: Mapping[str, str], default: int = DEFAULT_PAGE_SIZE,
     raw = query.get("limit")
     if not raw:  # absent or empty
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+    limit = parse_natural(raw)
+    if limit is None or not 1 <= limit <= maximum:
         raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to {maximum}.")
-    return int(raw)
+    return limit
 
 
 def encode_cursor(key: tuple[Any, ...]) -> str:
@@ -211,7 +189,9 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer only: ``"5"``, ``5.0`` and ``true`` are refused, not converted."""
+    """A JSON integer only, within bounds: DRF's IntegerField also takes strings, which int()
+    reads in any script's digits (``"١٠٠"`` is 100), and an unbounded number failed the
+    database's column check as an HTTP 500."""
 
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
@@ -255,7 +235,7 @@ def reject_unknown_fields(serializer: serializers.Serializer) -> None:
         return
     unknown = set(serializer.initial_data) - set(serializer.fields)
     if unknown:
-        raise serializers.ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}.")
+        raise serializers.ValidationError(f"Unknown fields: {echo(', '.join(sorted(unknown)))}.")
 
 
 # --- End users -----------------------------------------------------------------------------
@@ -289,7 +269,7 @@ class ClosedSerializer(serializers.Serializer):
             unknown = set(data) - set(self.fields)
             if unknown:
                 raise serializers.ValidationError(
-                    f"Unknown fields: {', '.join(sorted(map(str, unknown)))}.")
+                    f"Unknown fields: {echo(', '.join(sorted(map(str, unknown))))}.")
         return super().to_internal_value(data)
 
 
@@ -335,18 +315,27 @@ class RoleListField(serializers.ListField):
     child = StrictStringField()
 
 
+def _limit_field() -> StrictIntegerField:
+    # The columns are PostgreSQL integers (the dashboard's form has the same bound).
+    return StrictIntegerField(min_value=1, max_value=MAX_COLUMN_INTEGER, allow_null=True,
+                              required=False)
+
+
 class LimitsSerializer(ClosedSerializer):
-    max_document_bytes = StrictIntegerField(min_value=1, allow_null=True, required=False)
-    max_index_entries = StrictIntegerField(min_value=1, allow_null=True, required=False)
-    max_index_tokens = StrictIntegerField(min_value=1, allow_null=True, required=False)
-    max_scope_bytes = StrictIntegerField(min_value=1, allow_null=True, required=False)
-    max_writes_per_turn = StrictIntegerField(min_value=1, allow_null=True, required=False)
+    max_document_bytes = _limit_field()
+    max_index_entries = _limit_field()
+    max_index_tokens = _limit_field()
+    max_scope_bytes = _limit_field()
+    max_writes_per_turn = _limit_field()
     max_message_bytes = _max_message_bytes("the top-level max_message_bytes")
     max_history_tokens = _max_history_tokens("the top-level max_history_tokens")
 
 
 class RetentionSerializer(ClosedSerializer):
-    session_days = StrictIntegerField(min_value=1, allow_null=True, required=False)
+    # 100 years, as on the dashboard: retention subtracts this many days from today, and a
+    # few million days go past year 1 (OverflowError in the hourly purge).
+    session_days = StrictIntegerField(min_value=1, max_value=36500, allow_null=True,
+                                      required=False)
     conversation_days = StrictIntegerField(
         min_value=1, max_value=MAX_CONVERSATION_DAYS, allow_null=True, required=False,
         help_text="conversations whose last message is older are deleted (hourly, with "
@@ -402,7 +391,8 @@ class TenantSerializer(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = set(self.initial_data) - set(self.fields)
         if unknown:
-            raise serializers.ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}.")
+            raise serializers.ValidationError(
+                f"Unknown fields: {echo(', '.join(sorted(unknown)))}.")
         for name in ("max_message_bytes", "max_history_tokens"):  # spelt twice: must agree
             limits = attrs.get("limits", {})
             if name in attrs and name in limits and attrs[name] != limits[name]:
@@ -417,7 +407,10 @@ class TenantSerializer(serializers.Serializer):
 class WebhookInputSerializer(serializers.Serializer):
     url = serializers.URLField(max_length=2000)
     event_types = serializers.ListField(
-        child=serializers.ChoiceField(choices=EVENT_TYPES), allow_empty=False,
+        # DRF's message quotes the value whole; this one names what is allowed instead.
+        child=serializers.ChoiceField(choices=EVENT_TYPES, error_messages={
+            "invalid_choice": f"must be one of {', '.join(EVENT_TYPES)}."}),
+        allow_empty=False,
         default=list(EVENT_TYPES),
     )
     secret = StrictStringField(
@@ -438,7 +431,7 @@ MAX_QUERY_CHARS = 10_000
 
 class RecallInputSerializer(serializers.Serializer):
     query = StrictStringField(allow_blank=False, max_length=MAX_QUERY_CHARS)
-    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    limit = StrictIntegerField(min_value=1, max_value=50, default=10)
     threshold = StrictFloatField(
         min_value=0.0, max_value=1.0, required=False, allow_null=True,
         help_text="drop results scoring below this; default: the tenant's recall_threshold",

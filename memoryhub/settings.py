@@ -286,7 +286,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasMemoryPermission"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONBodyParser"],
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ApiKeyRateThrottle"],
     "UNAUTHENTICATED_USER": None,
@@ -316,6 +316,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # <id:...> (memoryhub.numbers.IdConverter): a database id of at most 18 digits.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0,
+                                        "maximum": 10**18 - 1}},
     # One name for each choice set that several fields share (updated_by and actor, ...).
     "ENUM_NAME_OVERRIDES": {
         "ActorEnum": "memoryhub.models.Actor.values",

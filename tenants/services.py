@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.capture_policy import ROLES, excluded_roles_problem, redact_patterns_problem
+from memoryhub.numbers import parse_natural
 from tenants.context import tenant_context
 from tenants.models import (
     CONVERSATION_SETTING_FIELDS,
@@ -60,9 +61,10 @@ def api_key_parse(raw: str) -> ParsedKey | None:
     if len(parts) != 3:
         return None
     tenant_part, lookup_id, secret = parts
-    if not tenant_part.isdigit() or len(tenant_part) > 18 or len(lookup_id) != 8 or len(secret) < 32:
+    tenant_id = parse_natural(tenant_part)
+    if tenant_id is None or len(lookup_id) != 8 or len(secret) < 32:
         return None
-    return ParsedKey(int(tenant_part), lookup_id, secret)
+    return ParsedKey(tenant_id, lookup_id, secret)
 
 
 @dataclass(frozen=True)
@@ -244,9 +246,10 @@ def invitation_find(*, token: str) -> Invitation | None:
     token knows the tenant, so this read opens the context itself (tenants/context.py).
     """
     tenant_part, _, secret = token.partition(".")
-    if not tenant_part.isdigit() or len(tenant_part) > 18 or len(secret) < 32:
+    tenant_id = parse_natural(tenant_part)
+    if tenant_id is None or len(secret) < 32:
         return None
-    with tenant_context(int(tenant_part)):
+    with tenant_context(tenant_id):
         invitation = (
             Invitation.objects.select_related("tenant")
             .filter(token_hash=hash_secret(secret), accepted_at=None, revoked_at=None,

@@ -23,6 +23,7 @@ from rest_framework.response import Response
 from api.base import TenantAPIView
 from api.errors import ApiError
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
+from api.parsers import TextRuleJSONParser
 from api.representations import (
     CaptureResultSerializer,
     ConversationPageSerializer,
@@ -42,7 +43,6 @@ from api.serializers import (
     CaptureInput,
     Page,
     SummaryPutSerializer,
-    TextRuleJSONParser,
     TurnContextInputSerializer,
     decode_cursor,
     parse_limit,
@@ -50,6 +50,7 @@ from api.serializers import (
 )
 from memoryhub.identifiers import USER_ID_RULE, is_user_id
 from memoryhub.models import Actor
+from memoryhub.numbers import parse_natural
 from memoryhub.selectors.conversations import (
     conversation_find,
     conversations_page,
@@ -180,10 +181,10 @@ def _message_cursor(raw: str | None) -> tuple[UUID, int] | None:
     key = decode_cursor(raw, arity=2)
     if key is None:
         return None
-    conversation_id, seq = parse_uuid(key[0]), key[1]
-    if conversation_id is None or not (seq.isascii() and seq.isdigit() and len(seq) <= 10):
+    conversation_id, seq = parse_uuid(key[0]), parse_natural(key[1])
+    if conversation_id is None or seq is None:
         raise _bad_cursor()
-    return conversation_id, int(seq)
+    return conversation_id, seq
 
 
 # --- Conversations ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from rest_framework.response import Response
 from api.base import TenantAPIView
 from api.errors import ApiError, error_body
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
+from api.parsers import TextRuleJSONParser
 from api.preconditions import IF_MATCH, etag, parse_entity_tags, precondition_failed
 from api.representations import (
     DocumentPageSerializer,
@@ -41,7 +42,6 @@ from api.serializers import (
     LIMIT_PARAMETER,
     SCOPES,
     DocumentWriteSerializer,
-    TextRuleJSONParser,
     parse_page,
     with_errors,
 )

@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from api.base import TenantAPIView
 from api.errors import ApiError
 from api.params import optional, valid_process, valid_user_id
+from api.parsers import TextRuleJSONParser
 from api.preconditions import IF_MATCH, etag, parse_entity_tags, precondition_failed
 from api.representations import (
     FactHistorySerializer,
@@ -37,7 +38,6 @@ from api.serializers import (
     FactCreateSerializer,
     FactPatchSerializer,
     Page,
-    TextRuleJSONParser,
     decode_cursor,
     parse_limit,
     with_errors,
