@@ -545,7 +545,7 @@ class Wrapped:
         return getattr(self.__wrapped__, name)
 
 
-def _sdk(client: Any) -> tuple[Provider, bool]:
+def provider_of(client: Any) -> tuple[Provider, bool]:
     """The provider of a client and whether it is async."""
     module = type(client).__module__.split(".")[0]
     name = type(client).__name__
@@ -567,7 +567,7 @@ def with_memory(
     passed to recall and capture; ``recall_limit`` and ``threshold`` to recall."""
     if inject not in INJECT_PLACES:
         raise ValueError(f"inject must be one of {', '.join(INJECT_PLACES)}")
-    provider, is_async = _sdk(client)
+    provider, is_async = provider_of(client)
     if is_async != isinstance(hub, AsyncMemoryHub):
         raise TypeError("an async client needs an AsyncMemoryHub, a sync one a MemoryHub")
     memory = Memory(provider=provider, user_id=user_id, session_id=session_id, inject=inject,
