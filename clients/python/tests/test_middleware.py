@@ -250,3 +250,35 @@ def test_the_hub_must_match_the_client() -> None:
     with pytest.raises(ValueError):
         with_memory(anthropic.Anthropic(api_key="t"), hub, user_id="a", session_id="s",
                     inject="somewhere")  # type: ignore[arg-type]
+
+
+def test_anthropic_stream_helper_sync_and_async(hub: MemoryHub, remembered: str,
+                                                live_server: Any, acme: Any) -> None:
+    asked = [{"role": "user", "content": ASK}]
+
+    async def run(model: ScriptedModel) -> str:
+        async with AsyncMemoryHub(live_server.url, acme.key) as async_hub:
+            client = with_memory(
+                anthropic.AsyncAnthropic(base_url=model.url, api_key="t", max_retries=0),
+                async_hub, user_id="alice", session_id="s-2", inject="after_system")
+            async with client.messages.stream(model="claude-x", max_tokens=100,
+                                              messages=asked) as stream:
+                return "".join([piece async for piece in stream.text_stream])
+
+    replies = [claude(text("Mushroom risotto, slowly stirred.")), claude(text("Lentil soup.")),
+               claude(text("Not captured."))]
+    with ScriptedModel(replies) as model:
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        with client.messages.stream(model="claude-x", max_tokens=100, messages=asked) as stream:
+            pieces = list(stream.text_stream)
+        assert "".join(pieces) == "Mushroom risotto, slowly stirred." and len(pieces) > 3
+        assert asyncio.run(run(model)) == "Lentil soup."
+        with pytest.raises(RuntimeError), client.messages.stream(
+                model="claude-x", max_tokens=100, messages=asked, memory={"recall": False}):
+            raise RuntimeError("the app gave up")  # a block that fails captures nothing
+    assert model.requests[0]["messages"][0] == {"role": "user", "content": remembered}
+    assert model.requests[1]["system"] == [{"type": "text", "text": remembered}]
+    assert model.requests[2]["messages"] == asked
+    assert stored(hub) == [("user", ASK), ("assistant", "Mushroom risotto, slowly stirred.")]
+    assert stored(hub, "s-2") == [("user", ASK), ("assistant", "Lentil soup.")]
+    assert hub.messages("alice", "s-1")["messages"][1]["metadata"] == CLAUDE_META

@@ -5,9 +5,10 @@
     client = with_memory(anthropic.Anthropic(), hub, user_id="alice", session_id="s-1")
     client.messages.create(model=..., max_tokens=1024, messages=[...])  # as before
 
-``with_memory`` wraps an ``anthropic`` (``Anthropic``, ``AsyncAnthropic``: ``messages.create``)
-or ``openai`` (``OpenAI``, ``AsyncOpenAI``: ``chat.completions.create``) client, with a
-``MemoryHub`` for a sync client and an ``AsyncMemoryHub`` for an async one. Each call:
+``with_memory`` wraps an ``anthropic`` client (``Anthropic``, ``AsyncAnthropic``:
+``messages.create`` and the ``messages.stream()`` helper) or an ``openai`` one (``OpenAI``,
+``AsyncOpenAI``: ``chat.completions.create``), with a ``MemoryHub`` for a sync client and an
+``AsyncMemoryHub`` for an async one. Each call:
 
 1. recalls for the last user message and injects the ``<memori_context>`` block where
    ``inject`` says (nothing is injected when nothing passes the recall threshold):
@@ -19,7 +20,8 @@ or ``openai`` (``OpenAI``, ``AsyncOpenAI``: ``chat.completions.create``) client,
    ``disabled`` no recall at all;
 2. calls the model with everything else unchanged;
 3. captures the request's new messages and the reply (a streamed reply when the stream has
-   been read to its end, reassembled) into the session, with the provider's response
+   been read to its end, reassembled; ``messages.stream()``'s final message when its block
+   ends without an exception) into the session, with the provider's response
    metadata (``provider``, ``id``, ``model``, stop or finish reason, token ``usage``, tool
    calls) on the captured reply's ``metadata``. The injected context is never captured.
 
@@ -338,6 +340,7 @@ class IO(Protocol):
     async def model(self, request: dict[str, Any]) -> Any: ...
     def stream(self, stream: Any, accumulator: Accumulator,
                finish: Callable[[Said], Coroutine[Any, Any, None]]) -> Any: ...
+    def manager(self, manager: Any, finish: Callable[[Any], Coroutine[Any, Any, None]]) -> Any: ...
 
 
 def message_id(previous: str, said: Said) -> str:
@@ -367,7 +370,9 @@ class Memory:
             raise error
         log.warning("memoryhub: %s failed, the call goes on without it: %s", what, error)
 
-    async def call(self, io: IO, kwargs: dict[str, Any]) -> Any:
+    async def call(self, io: IO, kwargs: dict[str, Any], *, helper: bool = False) -> Any:
+        """One model call; ``helper``: Anthropic's ``messages.stream()``, a context manager
+        whose final message is captured when its block ends without an exception."""
         options = kwargs.pop("memory", None) or {}
         request = dict(kwargs)
         said = self.provider.conversation(request)
@@ -379,6 +384,9 @@ class Memory:
         response = await io.model(request)
         if not options.get("capture", True):
             return response
+        if helper:
+            return io.manager(response, lambda message: self.capture(
+                io, [*said, self.provider.reply(message)]))
         if request.get("stream"):
             return io.stream(response, self.provider.accumulator(),
                              lambda reply: self.capture(io, [*said, reply]))
@@ -447,6 +455,9 @@ class SyncIO:
                finish: Callable[[Said], Coroutine[Any, Any, None]]) -> Any:
         return CapturingStream(stream, accumulator, lambda said: run_now(finish(said)))
 
+    def manager(self, manager: Any, finish: Callable[[Any], Coroutine[Any, Any, None]]) -> Any:
+        return CapturingManager(manager, lambda message: run_now(finish(message)))
+
 
 class AsyncIO:
     def __init__(self, hub: AsyncMemoryHub, create: Callable[..., Awaitable[Any]]) -> None:
@@ -461,6 +472,9 @@ class AsyncIO:
     def stream(self, stream: Any, accumulator: Accumulator,
                finish: Callable[[Said], Coroutine[Any, Any, None]]) -> Any:
         return AsyncCapturingStream(stream, accumulator, finish)
+
+    def manager(self, manager: Any, finish: Callable[[Any], Coroutine[Any, Any, None]]) -> Any:
+        return AsyncCapturingManager(manager, finish)
 
 
 class _StreamProxy:
@@ -529,6 +543,69 @@ class AsyncCapturingStream(_StreamProxy):
         await self._stream.close()
 
 
+class CapturingManager:
+    """``messages.stream()``'s manager: the final message is captured as the block ends."""
+
+    def __init__(self, manager: Any, finish: Callable[[Any], None]) -> None:
+        self._manager, self._finish = manager, finish
+
+    def __enter__(self) -> Any:
+        self._stream = self._manager.__enter__()
+        return self._stream
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        try:
+            if kind is None:
+                self._finish(self._stream.get_final_message())
+        finally:
+            self._manager.__exit__(kind, error, trace)
+
+
+class AsyncCapturingManager:
+    """``CapturingManager`` for the async client's ``messages.stream()``."""
+
+    def __init__(self, manager: Any, finish: Callable[[Any], Awaitable[None]]) -> None:
+        self._manager, self._finish = manager, finish
+
+    async def __aenter__(self) -> Any:
+        self._stream = await self._manager.__aenter__()
+        return self._stream
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        try:
+            if kind is None:
+                await self._finish(await self._stream.get_final_message())
+        finally:
+            await self._manager.__aexit__(kind, error, trace)
+
+
+class _AsyncStreamCall:
+    """The async ``messages.stream()``: recall needs awaiting, so the call is made as the
+    ``async with`` block starts."""
+
+    def __init__(self, memory: Memory, io: AsyncIO, kwargs: dict[str, Any]) -> None:
+        self._memory, self._io, self._kwargs = memory, io, kwargs
+
+    async def __aenter__(self) -> Any:
+        self._managed = await self._memory.call(self._io, self._kwargs, helper=True)
+        return await self._managed.__aenter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        await self._managed.__aexit__(kind, error, trace)
+
+
+def _now(call: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """A sync SDK call, awaitable."""
+
+    async def awaited(**kwargs: Any) -> T:
+        return call(**kwargs)
+
+    return awaited
+
+
 # --- The wrapper ---------------------------------------------------------------------------
 
 
@@ -575,8 +652,10 @@ def with_memory(
                     threshold=threshold, strict=strict)
     target: Any = client
     if provider.name == "anthropic":
-        create = _create(memory, hub, target.messages.create, is_async)
-        return Wrapped(client, messages=Wrapped(target.messages, create=create))  # type: ignore[return-value]
+        messages = target.messages
+        create = _create(memory, hub, messages.create, is_async)
+        stream = _create(memory, hub, messages.stream, is_async, helper=True)
+        return Wrapped(client, messages=Wrapped(messages, create=create, stream=stream))  # type: ignore[return-value]
     completions = target.chat.completions
     create = _create(memory, hub, completions.create, is_async)
     chat = Wrapped(target.chat, completions=Wrapped(completions, create=create))
@@ -584,17 +663,19 @@ def with_memory(
 
 
 def _create(memory: Memory, hub: MemoryHub | AsyncMemoryHub, original: Callable[..., Any],
-            is_async: bool) -> Callable[..., Any]:
-    if is_async:
+            is_async: bool, *, helper: bool = False) -> Callable[..., Any]:
+    if is_async and not helper:
         io = AsyncIO(hub, original)  # type: ignore[arg-type]
 
         async def acreate(**kwargs: Any) -> Any:
             return await memory.call(io, kwargs)
 
         return acreate
+    if is_async:  # the async messages.stream() is not awaited: its manager is
+        return lambda **kwargs: _AsyncStreamCall(memory, AsyncIO(hub, _now(original)), kwargs)  # type: ignore[arg-type]
     sync_io = SyncIO(hub, original)  # type: ignore[arg-type]
 
     def create(**kwargs: Any) -> Any:
-        return run_now(memory.call(sync_io, kwargs))
+        return run_now(memory.call(sync_io, kwargs, helper=helper))
 
     return create
