@@ -58,8 +58,15 @@ def api_root(base_url: str) -> str:
     return root + API_PREFIX
 
 
-def _headers(api_key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_key}", "User-Agent": "memoryhub-client/0.1"}
+Http = TypeVar("Http", httpx.Client, httpx.AsyncClient)
+
+
+def _configured(http: Http, base_url: str, api_key: str) -> Http:
+    """The HTTP client pointed at the API, with the key."""
+    http.base_url = httpx.URL(api_root(base_url))
+    http.headers.update(
+        {"Authorization": f"Bearer {api_key}", "User-Agent": "memoryhub-client/0.1"})
+    return http
 
 
 def _request_args(call: Call[Any]) -> dict[str, Any]:
@@ -128,9 +135,7 @@ class MemoryHub(_Hub):
         self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
         http_client: httpx.Client | None = None,
     ) -> None:
-        self._http = http_client or httpx.Client(timeout=timeout)
-        self._http.base_url = httpx.URL(api_root(base_url))
-        self._http.headers.update(_headers(api_key))
+        self._http = _configured(http_client or httpx.Client(timeout=timeout), base_url, api_key)
 
     def _send(self, call: Call[T]) -> T:
         response = self._http.request(call.method, call.path, **_request_args(call))
@@ -154,9 +159,7 @@ class AsyncMemoryHub(_Hub):
         self, base_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        self._http = http_client or httpx.AsyncClient(timeout=timeout)
-        self._http.base_url = httpx.URL(api_root(base_url))
-        self._http.headers.update(_headers(api_key))
+        self._http = _configured(http_client or httpx.AsyncClient(timeout=timeout), base_url, api_key)
 
     async def _send(self, call: Call[T]) -> T:
         response = await self._http.request(call.method, call.path, **_request_args(call))
