@@ -12,9 +12,10 @@ $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "MemoryHub needs Python >= 3.11; set PYTHON=python3.11")'
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e ./clients/python
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,6 +35,7 @@ lint: $(STAMP)
 .PHONY: typecheck
 typecheck: $(STAMP)
 	DATABASE_URL=postgresql://typecheck@localhost/typecheck SECRET_KEY=typecheck $(VENV)/bin/mypy
+	cd clients/python && ../../$(VENV)/bin/mypy
 
 check: $(STAMP)
 	DEBUG=1 $(PY) manage.py check
@@ -44,8 +46,11 @@ check: $(STAMP)
 browser: $(STAMP)
 	@bash .ci/browser $(PY)
 
+# The client library's tests are a pytest run of their own: they share the project's
+# database fixtures (tests/conftest.py), which one session must set up only once.
 test: $(STAMP) lint check browser
 	$(PY) -m pytest
+	$(PY) -m pytest clients/python/tests
 
 bench: $(STAMP)
 	$(PY) -m tests.benchmarks.bench_api $(BENCH_ARGS)
