@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import secrets
 import signal
@@ -10,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -88,6 +89,18 @@ def gunicorn(env: dict[str, str], *, workers: int, threads: int) -> Iterator[str
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def run_clients(target: Callable[..., None], args: Callable[[int], tuple], clients: int) -> list:
+    """Run ``target(*args(i), queue)`` in ``clients`` processes; what each put on the queue."""
+    queue: mp.Queue = mp.Queue()
+    procs = [mp.Process(target=target, args=(*args(i), queue)) for i in range(clients)]
+    for proc in procs:
+        proc.start()
+    results = [queue.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    return results
 
 
 def percentile(values: list[float], q: float) -> float:
