@@ -12,51 +12,67 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Field, Model
 
 from memoryhub.models import Conversation, Message, MessageRole
-from memoryhub.store._rows import model_columns, model_from_row
+from memoryhub.store._rows import compact_sql, model_columns, model_from_row
 from memoryhub.store._tenancy import tenant_id, tenant_is
 
-# A history block shows a conversation's user and assistant messages as "<role>: <content>"
-# lines. A block that does not fit the budget is left out whole, so no conversation needs
-# more of its lines than the budget holds, plus the one line that overflows it (which says
-# the block does not fit). The running sum reads each line's length without sending it.
-_HISTORY_LINES = f"""
-SELECT conversation_id, role, content, running FROM (
-  SELECT m.conversation_id, m.seq, m.role, m.content,
-         sum(char_length(m.role) + char_length(m.content) + 3)
-           OVER (PARTITION BY m.conversation_id ORDER BY m.seq) AS running,
-         char_length(m.role) + char_length(m.content) + 3 AS own
-  FROM {Message._meta.db_table} m
-  WHERE {tenant_is("m")} AND m.conversation_id = ANY(%s) AND m.role = ANY(%s)
-) lines
-WHERE running - own <= %s
-ORDER BY conversation_id, seq
-"""
+_CONVERSATIONS = Conversation._meta.db_table
+_MESSAGES = Message._meta.db_table
+
+# --- history: the last conversations and their lines, in one statement ----------------------
+
+# A history block shows a conversation's summary, or else its user and assistant messages as
+# "<role>: <content>" lines. A block that does not fit the budget is left out whole, so no
+# conversation needs more of its lines than the budget holds, plus the one line that
+# overflows it (which says the block does not fit): the lines are joined here, and those
+# after that one are neither read past the first ``budget / shortest line`` of them nor sent.
 HISTORY_ROLES = [MessageRole.USER.value, MessageRole.ASSISTANT.value]
 LINE_OVERHEAD = 3  # ": " and the newline
+_SHORTEST_LINE = min(map(len, HISTORY_ROLES)) + LINE_OVERHEAD
+_HISTORY = f"""
+SELECT {model_columns(Conversation, "c")}, b.body
+FROM (SELECT * FROM {_CONVERSATIONS} c
+      WHERE {tenant_is("c")} AND c.end_user_id = %s{{filters}}
+      ORDER BY c.last_message_at DESC, c.id DESC LIMIT %s) c
+LEFT JOIN LATERAL (
+  SELECT string_agg(line, '' ORDER BY seq) AS body FROM (
+    SELECT seq, line, sum(char_length(line)) OVER (ORDER BY seq) - char_length(line) AS before
+    FROM (SELECT m.seq, m.role || ': ' || m.content || E'\\n' AS line FROM {_MESSAGES} m
+          WHERE {tenant_is("m")} AND m.conversation_id = c.id AND m.role = ANY(%s)
+            AND c.summary = ''
+          ORDER BY m.seq LIMIT %s) first_lines
+  ) counted WHERE before <= %s
+) b ON true
+ORDER BY c.last_message_at DESC, c.id DESC
+"""
 
 
-def history_lines(
-    conversation_ids: Sequence[UUID], *, budget_chars: int
-) -> dict[UUID, tuple[list[tuple[str, str]], int]]:
-    """For each conversation: its first (role, content) lines in order, up to the one that
-    crosses ``budget_chars``, and the running length in characters of those lines."""
+@cache
+def _history_sql(exclude_session: bool, profile: bool) -> str:
+    filters = (" AND c.session_id <> %s" if exclude_session else "") + (
+        " AND c.profile = %s" if profile else "")
+    return compact_sql(_HISTORY.format(filters=filters))
+
+
+def history_recent(
+    *, end_user_id: int, limit: int, exclude_session: str | None, profile: str | None,
+    budget_chars: int,
+) -> list[tuple[Conversation, str]]:
+    """The person's last ``limit`` conversations, newest first (by last message; those of
+    ``exclude_session`` left out, only those of ``profile`` if given), each with, when it has
+    no summary, its user and assistant messages as "<role>: <content>\\n" lines in order, up
+    to the one that crosses ``budget_chars`` ("" for a summary or no such message)."""
     tenant = tenant_id()
-    found: dict[UUID, tuple[list[tuple[str, str]], int]] = {}
-    if not conversation_ids:
-        return found
+    filters = [value for value in (exclude_session, profile) if value is not None]
+    sql = _history_sql(exclude_session is not None, profile is not None)
     with connection.cursor() as cursor:
-        cursor.execute(_HISTORY_LINES, [tenant, list(conversation_ids), HISTORY_ROLES, budget_chars])
-        for conversation_id, role, content, running in cursor.fetchall():
-            lines, _ = found.get(conversation_id, ([], 0))
-            lines.append((role, content))
-            found[conversation_id] = (lines, int(running))
-    return found
+        cursor.execute(sql, [tenant, end_user_id, *filters, limit, tenant, HISTORY_ROLES,
+                             budget_chars // _SHORTEST_LINE + 1, budget_chars])
+        rows = cursor.fetchall()
+    return [(model_from_row(Conversation, row[:-1]), row[-1] or "") for row in rows]
 
 
 # --- capture: one statement reads what it needs, one writes ---------------------------------
 
-_CONVERSATIONS = Conversation._meta.db_table
-_MESSAGES = Message._meta.db_table
 # The caller's ids already captured in the session, with their conversations (the retry
 # check, on the message_unique_client_id index).
 _CAPTURED = (
