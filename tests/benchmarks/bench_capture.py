@@ -14,7 +14,10 @@ phases one after the other, each with every client doing only that:
 
 The readers' people are seeded once: 5 documents each (what ``make bench`` seeds) and 20
 conversations of 10-40 messages, a third of them with a summary. Latencies are measured at
-the client, so they include HTTP and the client's own CPU on the same two cores.
+the client, so they include HTTP and the client's own CPU on the same two cores. Each phase
+also reads the CPU the server used (gunicorn and the database cluster, from /proc): on a
+machine that other work keeps busy, latency measures the queue for the cores, while the CPU
+per request moves far less, and says what two idle cores would allow.
 
 The statement counts come from one request of each kind through Django's test client in a
 ``manage.py shell`` against the same database (``CaptureQueriesContext``): they do not depend
@@ -165,28 +168,30 @@ def run_phase(base: str, key: str, phase: str, users: list[int], clients: int, s
 Figures = dict[str, float]
 
 
-def phase_figures(results: list, seconds: float) -> Figures:
+def phase_figures(results: list, seconds: float, server_cpu: float) -> Figures:
     latencies = [v for r in results for v in r[0]]
-    requests = len(latencies)
+    requests = max(len(latencies), 1)
     return {
-        "requests": requests, "errors": sum(r[1] for r in results),
+        "requests": len(latencies), "errors": sum(r[1] for r in results),
         "p50": server.percentile(latencies, 50), "p99": server.percentile(latencies, 99),
-        "rps": requests / seconds, "messages_per_s": sum(r[2] for r in results) / seconds,
-        "client_cpu_ms": sum(r[3] for r in results) * 1000 / max(requests, 1),
+        "rps": len(latencies) / seconds, "messages_per_s": sum(r[2] for r in results) / seconds,
+        "client_cpu_ms": sum(r[3] for r in results) * 1000 / requests,
+        "server_cpu_ms": server_cpu * 1000 / requests,
     }
 
 
 def print_round(figures: dict[str, Figures]) -> None:
     print(f"{'phase':<12}{'requests':>9}{'errors':>8}{'p50 ms':>9}{'p99 ms':>9}{'req/s':>8}"
-          f"{'msg/s':>8}{'client CPU ms/req':>19}")
+          f"{'msg/s':>8}{'CPU ms/req: server':>20}{'client':>8}")
     for phase in PHASES:
         f = figures[phase]
         messages = f"{f['messages_per_s']:>8.0f}" if phase in BATCH else f"{'':>8}"
         print(f"{phase:<12}{f['requests']:>9.0f}{f['errors']:>8.0f}{f['p50']:>9.2f}"
-              f"{f['p99']:>9.2f}{f['rps']:>8.0f}{messages}{f['client_cpu_ms']:>19.3f}", flush=True)
+              f"{f['p99']:>9.2f}{f['rps']:>8.0f}{messages}{f['server_cpu_ms']:>20.2f}"
+              f"{f['client_cpu_ms']:>8.2f}", flush=True)
 
 
-def print_targets(rounds: list[dict[str, Figures]]) -> None:
+def print_targets(rounds: list[dict[str, Figures]], clients: int) -> None:
     def median(phase: str, column: str) -> float:
         return statistics.median(r[phase][column] for r in rounds)
 
@@ -200,6 +205,16 @@ def print_targets(rounds: list[dict[str, Figures]]) -> None:
     print(f"  capture_20  {ingested:6.0f} messages/s  (target >= {TARGET_MESSAGES_PER_S}: "
           f"{'met' if ingested >= TARGET_MESSAGES_PER_S else 'MISSED'}); p50 "
           f"{median('capture_20', 'p50'):.2f} ms, p99 {median('capture_20', 'p99'):.2f} ms")
+    print("CPU per request (server: gunicorn and the database cluster; client: the load "
+          f"generator), and what two otherwise idle cores would allow at that cost, if CPU "
+          f"were the only limit ({clients} clients back to back):")
+    for phase in PHASES:
+        cost = median(phase, "server_cpu_ms") + median(phase, "client_cpu_ms")
+        rate = 2000 / cost
+        messages = f", {rate * BATCH[phase]:.0f} messages/s" if phase in BATCH else ""
+        print(f"  {phase:<11} server {median(phase, 'server_cpu_ms'):5.2f} ms + client "
+              f"{median(phase, 'client_cpu_ms'):4.2f} ms: {rate:4.0f} req/s{messages}, "
+              f"p50 about {clients * cost / 2:.1f} ms")
 
 
 def statement_counts(key: str, reader: str, show_sql: bool = False) -> None:
@@ -277,14 +292,16 @@ def main() -> None:
                   f"workers x {args.threads} threads)", flush=True)
             figures = {}
             for number, phase in enumerate(PHASES):
+                cpu_before = server.server_cpu_seconds(env, base)
                 results = run_phase(base, key, phase, writers if phase in BATCH else readers,
                                     args.clients, args.seconds,
                                     seed_=(round_ * 10 + number) * 100)
-                figures[phase] = phase_figures(results, args.seconds)
+                server_cpu = server.server_cpu_seconds(env, base) - cpu_before
+                figures[phase] = phase_figures(results, args.seconds, server_cpu)
             print_round(figures)
             rounds.append(figures)
     server.purge_queue(env)
-    print_targets(rounds)
+    print_targets(rounds, args.clients)
 
 
 if __name__ == "__main__":
