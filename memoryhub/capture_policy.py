@@ -83,12 +83,52 @@ def redacted(policy: CapturePolicy, content: str) -> tuple[str, int]:
     replacements were made."""
     count = 0
     for detector in DETECTORS:
+        needed = _needed_texts.get(id(detector.pattern))
+        if needed is None or needed[0] is not detector.pattern:
+            needed = _needed_texts[id(detector.pattern)] = (detector.pattern,
+                                                            _needed_text(detector.pattern))
+        if needed[1] not in content:
+            continue  # it cannot match: skip the scan
         content, found = detector.pattern.subn(REDACTED_CREDENTIAL, content)
         count += found
     for pattern in policy.redact:
         content, found = pattern.subn(REDACTED, content)
         count += found
     return content, count
+
+
+# Each detector's pattern (kept, so that its id stays its own) and its needed text; keyed by
+# id because hashing a compiled pattern hashes its whole program, which cost more than the
+# substring tests saved.
+_needed_texts: dict[int, tuple[re.Pattern[str], str]] = {}
+
+
+def _needed_text(pattern: re.Pattern[str]) -> str:
+    """The longest run of literal text that every match of ``pattern`` holds ("" if none is
+    known). Text without it cannot match, which a substring test tells many times faster
+    than the scan: the detectors begin with a lookbehind, which keeps ``re`` from skipping
+    ahead to their prefix, so each scans every position of every message (about 15 µs per
+    detector for 250 characters). Read from the pattern's top-level sequence and the groups
+    in it (each of their items is part of every match); anything else ends a run."""
+    if pattern.flags & re.IGNORECASE:
+        return ""
+    try:
+        parsed = sre_parse.parse(pattern.pattern, pattern.flags)
+    except (re.error, ValueError, OverflowError, RecursionError):
+        return ""
+    runs = [""]
+
+    def walk(items: Any) -> None:
+        for op, arg in items:
+            if op is sre_parse.LITERAL:
+                runs[-1] += chr(arg)
+            elif op is sre_parse.SUBPATTERN and not arg[1] and not arg[2]:  # no flag changes
+                walk(arg[3])
+            else:
+                runs.append("")
+
+    walk(parsed)
+    return max(runs, key=len)
 
 
 # --- checking a pattern when an admin saves it ---------------------------------------------

@@ -27,7 +27,7 @@ from django.db.models.functions import Coalesce
 
 from memoryhub.models import Conversation, EndUser, Message
 from memoryhub.selectors.documents import memory_enabled
-from memoryhub.store.conversations import history_lines
+from memoryhub.store.conversations import history_recent
 from tenants.models import Tenant
 
 HISTORY_HEAD = (
@@ -130,26 +130,21 @@ def history_build(
         return History(enabled=False)
     if end_user is None:
         return History(enabled=True)
-    candidates = Conversation.objects.filter(end_user=end_user)
-    if exclude_session is not None:
-        candidates = candidates.exclude(session_id=exclude_session)
-    if profile is not None:
-        candidates = candidates.filter(profile=profile)
-    recent = list(candidates.order_by("-last_message_at", "-id")[:limit])
     budget = (NO_BUDGET if tenant.max_history_tokens is None
               else tenant.max_history_tokens * CHARS_PER_TOKEN)
+    recent = history_recent(end_user_id=end_user.pk, limit=limit, exclude_session=exclude_session,
+                            profile=profile, budget_chars=budget)
     return _history_of(recent, budget)
 
 
-def _history_of(recent: Sequence[Conversation], budget: int) -> History:
+def _history_of(recent: Sequence[tuple[Conversation, str]], budget: int) -> History:
     if not recent:
         return History(enabled=True)
-    lines = history_lines([c.id for c in recent if not c.summary], budget_chars=budget)
     shown: list[Conversation] = []
     blocks: list[str] = []
     used = 0
-    for conversation in recent:
-        block = _block(conversation, lines.get(conversation.id, ([], 0))[0])
+    for conversation, lines in recent:
+        block = _block(conversation, lines)
         if used + len(block) > budget:
             break
         used += len(block)
@@ -161,12 +156,10 @@ def _history_of(recent: Sequence[Conversation], budget: int) -> History:
     return History(enabled=True, text=text, conversations=shown, left_out=left_out)
 
 
-def _block(conversation: Conversation, lines: Sequence[tuple[str, str]]) -> str:
+def _block(conversation: Conversation, lines: str) -> str:
+    """``lines``: the conversation's "<role>: <content>" lines (``history_recent``)."""
     recorded = conversation.last_message_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-    if conversation.summary:
-        body = conversation.summary + "\n"
-    else:
-        body = "".join(f"{role}: {content}\n" for role, content in lines)
+    body = conversation.summary + "\n" if conversation.summary else lines
     return f"{BLOCK_BEGIN}[Meta] Conversation Recorded at: {recorded}\n{body}{BLOCK_END}"
 
 
