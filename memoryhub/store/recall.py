@@ -67,6 +67,7 @@ more than such a query saves and which big row estimates would trigger.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -409,6 +410,8 @@ def _records_statement(kind: str, vector: bool, terms: bool, threshold: bool,
 def _record_hit(kind: str, row: tuple) -> RecallHit:
     record_id, content, score, vsim, lex, confidence, at, source, stated_at, session_id, role = row
     similarity = vsim if vsim is not None else (lex or 0.0)
+    if isinstance(source, str):  # Django has psycopg read json as text
+        source = json.loads(source)
     conversation_id = (source or {}).get("conversation_id")
     return RecallHit(
         document_id=0, passage_id=0, path="", scope="", scope_key="", snippet=content,
