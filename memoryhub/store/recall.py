@@ -440,11 +440,12 @@ def record_vectors_store(
 ) -> None:
     """Store each vector (pgvector's text) on its fact or message (``kind``), tagged with
     ``provider``, where a fact's content is still ``texts``' one (messages never change)."""
+    tenant = tenant_id()
     sql = _STORE_RECORD_VECTORS.format(
         table=_RECORD_KINDS[kind][0], tenant=tenant_is("p", param=_TENANT),
         same_text="AND p.content = v.text" if kind == "fact" else "")
     with connection.cursor() as cursor:
         cursor.execute(sql, {
-            "tenant": tenant_id(), "key": provider, "ids": ids, "texts": texts,
+            "tenant": tenant, "key": provider, "ids": ids, "texts": texts,
             "embeddings": embeddings,
         })
