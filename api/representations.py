@@ -328,14 +328,34 @@ def webhook_list_representation(endpoints: Iterable[WebhookEndpoint]) -> dict[st
 # --- Recall --------------------------------------------------------------------------------
 
 
+class FactSourceSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField(allow_null=True)
+    message_ids = serializers.ListField(child=serializers.CharField())
+
+
+def fact_source_representation(source: dict[str, Any]) -> dict[str, Any]:
+    """``FactSourceSerializer``: a fact's source, whatever the stored JSON lacks as empty."""
+    return {"conversation_id": source.get("conversation_id"),
+            "message_ids": list(source.get("message_ids") or [])}
+
+
 class RecallResultSerializer(serializers.Serializer):
-    path = serializers.CharField()
-    scope = serializers.ChoiceField(choices=("session", "profile", "global"))
-    snippet = serializers.CharField(help_text="the matching passage of the document")
+    kind = serializers.ChoiceField(choices=("document", "fact", "message"))
+    id = serializers.CharField(allow_null=True, help_text="a fact's or a message's; null for a document")
+    conversation_id = serializers.CharField(
+        allow_null=True, help_text="a message's conversation, a fact's source conversation")
+    session_id = serializers.CharField(allow_null=True,
+                                       help_text="that conversation's session; null for a document")
+    path = serializers.CharField(allow_null=True, help_text="a document's; null otherwise")
+    scope = serializers.ChoiceField(choices=("session", "profile", "global"), allow_null=True)
+    snippet = serializers.CharField(
+        help_text="the matching passage of a document, a fact's or a message's content")
     score = serializers.FloatField(help_text="similarity x confidence x recency, with lexical")
     similarity = serializers.FloatField(help_text="cosine similarity (lexical before embedding)")
     confidence = serializers.FloatField()
-    updated_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField(help_text="a message's created_at")
+    source = FactSourceSerializer(  # type: ignore[assignment]  # a field, not Field.source
+        allow_null=True, help_text="a fact's source; null for documents and messages")
 
 
 class RecallOutputSerializer(serializers.Serializer):
@@ -347,10 +367,15 @@ class RecallOutputSerializer(serializers.Serializer):
 
 def recall_result_representation(hit: RecallHit) -> dict[str, Any]:
     """``RecallResultSerializer``: scores to four places, enough to rank by and to read."""
+    document = hit.kind == "document"
     return {
-        "path": hit.path, "scope": hit.scope, "snippet": hit.snippet,
+        "kind": hit.kind, "id": hit.record_id, "conversation_id": hit.conversation_id,
+        "session_id": hit.session_id,
+        "path": hit.path if document else None, "scope": hit.scope if document else None,
+        "snippet": hit.snippet,
         "score": round(hit.score, 4), "similarity": round(hit.similarity, 4),
         "confidence": hit.confidence, "updated_at": hit.updated_at,
+        "source": fact_source_representation(hit.source or {}) if hit.kind == "fact" else None,
     }
 
 
@@ -539,11 +564,6 @@ def turn_context_representation(context: TurnContext) -> dict[str, Any]:
 # --- Facts -----------------------------------------------------------------------------------
 
 
-class FactSourceSerializer(serializers.Serializer):
-    conversation_id = serializers.CharField(allow_null=True)
-    message_ids = serializers.ListField(child=serializers.CharField())
-
-
 class FactSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     type = serializers.ChoiceField(choices=FactType.values)
@@ -575,8 +595,7 @@ def fact_representation(fact: Fact) -> dict[str, Any]:
         "subject": fact.subject or None, "predicate": fact.predicate or None,
         "object": fact.object or None, "process": fact.process or None,
         "confidence": fact.confidence, "valid_at": fact.valid_at, "invalid_at": fact.invalid_at,
-        "source": {"conversation_id": source.get("conversation_id"),
-                   "message_ids": list(source.get("message_ids") or [])},
+        "source": fact_source_representation(source),
         "version": fact.version, "updated_by": fact.updated_by,
         "created_at": fact.created_at, "updated_at": fact.updated_at,
     }

@@ -32,6 +32,8 @@ from memoryhub.facts import FACT_TYPES
 from memoryhub.memory_tool.commands import COMMANDS
 from memoryhub.models import Scope
 from memoryhub.numbers import parse_natural
+from memoryhub.selectors.recall import DEFAULT_SOURCES as DEFAULT_RECALL_SOURCES
+from memoryhub.selectors.recall import SOURCES as RECALL_SOURCES
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
 from tenants.services import (
     MAX_COLUMN_INTEGER,
@@ -439,6 +441,13 @@ class RecallInputSerializer(serializers.Serializer):
     relaxed = StrictBooleanField(default=False, help_text="keep results under the threshold")
     session_id = StrictStringField(required=False, allow_null=True)
     profile = StrictStringField(required=False, allow_null=True)
+    sources = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(RECALL_SOURCES)), min_length=1, max_length=3,
+        default=list(DEFAULT_RECALL_SOURCES),
+        help_text="what to search: documents, facts, messages (default documents and facts)",
+    )
+    include_invalid = StrictBooleanField(default=False,
+                                         help_text="also facts that are no longer true")
 
     def validate_query(self, value: str) -> str:
         if not value.strip():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchVectorField
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import HalfVectorField
 
@@ -21,6 +21,10 @@ from tenants.managers import TenantOwned
 from tenants.rls import TenantRowLevelSecurity
 
 EMBEDDING_DIMENSION = 384  # fixed per deployment; a change needs a migration and `reembed`
+# The full-text vector of facts and messages, like Passage.search ('simple': any language).
+RECALL_SEARCH = SearchVector("content", config="simple")
+# Recall's columns of facts and messages, which reads that only show rows leave out (defer).
+RECALL_COLUMNS = ("search", "embedding")
 
 
 class Scope(models.TextChoices):
@@ -212,10 +216,11 @@ class Message(TenantOwned):
     from 1 without gaps; ``client_id`` is the caller's own id, unique in the session, which
     makes a retried capture harmless.
 
-    Messages outnumber everything else, so the table carries four indexes only: the primary
-    key (a UUID v7, so appended in order) and three beginning with ``tenant_id``: the
+    Messages outnumber everything else, so the table carries four full indexes only: the
+    primary key (a UUID v7, so appended in order) and three beginning with ``tenant_id``: the
     conversation's order (which also serves deletes by conversation), the session's order
-    (and the person's rows), and the retry key.
+    (and the person's rows, which recall over messages reads), and the retry key; plus a
+    partial one of the messages still waiting for their vector.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
@@ -231,6 +236,12 @@ class Message(TenantOwned):
     metadata = models.JSONField(default=dict)
     created_at = models.DateTimeField()  # the caller's time of the message, else capture's
     captured_at = models.DateTimeField()
+    # Recall over messages (memoryhub/store/recall.py): the full-text vector is computed by
+    # PostgreSQL on insert, the vector by the embedding worker after the capture commits.
+    search = models.GeneratedField(expression=RECALL_SEARCH, output_field=SearchVectorField(),
+                                   db_persist=True)
+    embedding = HalfVectorField(dimensions=EMBEDDING_DIMENSION, null=True)
+    embedding_provider = models.CharField(max_length=PROVIDER_KEY_MAX, blank=True, default="")
 
     class Meta(TenantOwned.Meta):
         constraints = [
@@ -247,6 +258,9 @@ class Message(TenantOwned):
             # everything of one person (forget-everything, export).
             models.Index(fields=["tenant", "end_user", "session_id", "conversation", "seq"],
                          name="message_session_order"),
+            # The embedding sweep's work list: only messages still waiting (a small index).
+            models.Index(fields=["tenant", "conversation"],
+                         condition=models.Q(embedding__isnull=True), name="message_unembedded"),
         ]
 
 
@@ -433,6 +447,13 @@ class Fact(TenantOwned):
     updated_by = models.CharField(max_length=16, choices=Actor.choices)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Recall over facts: the full-text vector follows ``content`` (PostgreSQL computes it);
+    # the vector is augmentation's (it embeds what it learns) or the embedding worker's, and
+    # is cleared when the content changes.
+    search = models.GeneratedField(expression=RECALL_SEARCH, output_field=SearchVectorField(),
+                                   db_persist=True)
+    embedding = HalfVectorField(dimensions=EMBEDDING_DIMENSION, null=True)
+    embedding_provider = models.CharField(max_length=PROVIDER_KEY_MAX, blank=True, default="")
 
     class Meta(TenantOwned.Meta):
         constraints = [
@@ -450,6 +471,9 @@ class Fact(TenantOwned):
             models.Index(fields=["tenant", "end_user", "normalized"], name="fact_user_text"),
             # Merges and contradictions: the same predicate.
             models.Index(fields=["tenant", "end_user", "predicate"], name="fact_user_predicate"),
+            # The embedding sweep's work list: only facts still waiting.
+            models.Index(fields=["tenant", "end_user"], condition=models.Q(embedding__isnull=True),
+                         name="fact_unembedded"),
         ]
 
     def __str__(self) -> str:

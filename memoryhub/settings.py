@@ -431,3 +431,6 @@ LOGGING = {
 # a capture its run starts, so that a burst of captures makes one run.
 AUGMENTATION_PROVIDER = os.environ.get("AUGMENTATION_PROVIDER", "rules")
 AUGMENTATION_DEBOUNCE_SECONDS = float(os.environ.get("AUGMENTATION_DEBOUNCE_SECONDS", "0.5"))
+# A learnt fact whose vector's cosine similarity to a valid fact of the same type reaches
+# this merges into it (memoryhub/services/facts.py; README "Configuration").
+AUGMENTATION_MERGE_SIMILARITY = float(os.environ.get("AUGMENTATION_MERGE_SIMILARITY", "0.8"))

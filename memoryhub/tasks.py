@@ -27,7 +27,12 @@ from django.utils import timezone
 from memoryhub.infra.embeddings import EmbeddingError
 from memoryhub.services.augmentation import AUGMENT_BATCH, conversation_augment
 from memoryhub.services.conversations import conversations_expired_purge
-from memoryhub.services.passages import document_embed, documents_awaiting_vectors
+from memoryhub.services.passages import (
+    document_embed,
+    documents_awaiting_vectors,
+    record_embed,
+    records_awaiting_vectors,
+)
 from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch, write_tallies_purge
 from memoryhub.services.webhooks import deliveries_due, webhook_deliver
 from tenants.context import tenant_context
@@ -62,6 +67,20 @@ def embed_documents(*, items: list[list[int]]) -> int:
 def embed_document(*, tenant_id: int, document_id: int, version: int) -> int:
     """One document: what earlier releases enqueued, kept for messages still in the queue."""
     return embed_documents(items=[[tenant_id, document_id, version]])
+
+
+@shared_task(
+    name="memoryhub.tasks.embed_records",
+    autoretry_for=(EmbeddingError,), retry_backoff=5, retry_backoff_max=600, max_retries=8,
+)
+def embed_records(*, items: list[list]) -> int:
+    """Facts' and conversations' messages' vectors (recall over facts and messages):
+    [tenant, "fact" or "conversation", id] each, in its own tenant context."""
+    embedded = 0
+    for tenant_id, kind, record_id in items:
+        with tenant_context(tenant_id):
+            embedded += record_embed(kind=kind, record_id=record_id)
+    return embedded
 
 
 @shared_task(name="memoryhub.tasks.deliver_webhook")
@@ -121,16 +140,21 @@ def webhooks_sweep() -> int:
 
 @shared_task(name="memoryhub.tasks.embeddings_sweep")
 def embeddings_sweep() -> int:
-    """Re-enqueue embedding of documents whose on-commit task was lost."""
+    """Re-enqueue embedding of documents, facts and messages whose on-commit task was lost."""
     enqueued = 0
     for tenant_id in Tenant.objects.values_list("id", flat=True):
         with tenant_context(tenant_id):
             waiting = documents_awaiting_vectors(
                 created_before=timezone.now() - EMBED_SWEEP_GRACE, limit=SWEEP_LIMIT
             )
+            records = records_awaiting_vectors(
+                created_before=timezone.now() - EMBED_SWEEP_GRACE, limit=SWEEP_LIMIT
+            )
         if waiting:
             embed_documents.delay(items=[[tenant_id, pk, version] for pk, version in waiting])
-        enqueued += len(waiting)
+        if records:
+            embed_records.delay(items=[[tenant_id, kind, pk] for kind, pk in records])
+        enqueued += len(waiting) + len(records)
     return enqueued
 
 

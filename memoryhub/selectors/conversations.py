@@ -25,7 +25,7 @@ from uuid import UUID
 from django.db.models import Aggregate, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from memoryhub.models import Conversation, EndUser, Message
+from memoryhub.models import RECALL_COLUMNS, Conversation, EndUser, Message
 from memoryhub.selectors.documents import memory_enabled
 from memoryhub.store.conversations import history_recent
 from tenants.models import Tenant
@@ -77,7 +77,7 @@ def session_messages_page(
     seq), ``limit + 1`` of them for the page's cursor."""
     if end_user is None:
         return []
-    messages = Message.objects.filter(end_user=end_user, session_id=session_id)
+    messages = Message.objects.defer(*RECALL_COLUMNS).filter(end_user=end_user, session_id=session_id)
     if conversation_id is not None:
         messages = messages.filter(conversation_id=conversation_id)
     if after is not None:
@@ -107,7 +107,7 @@ def conversations_page(
 
 
 def conversation_messages(conversation: Conversation) -> list[Message]:
-    return list(Message.objects.filter(conversation=conversation).order_by("seq"))
+    return list(Message.objects.defer(*RECALL_COLUMNS).filter(conversation=conversation).order_by("seq"))
 
 
 # --- history ---------------------------------------------------------------------------------
@@ -218,7 +218,7 @@ def conversations_with_messages(
 ) -> list[ConversationRun]:
     """Each conversation with its messages in order, or only its first ``first`` ones, in
     one query for all of them (the conversation-and-seq index serves it)."""
-    messages = Message.objects.filter(conversation_id__in=[c.id for c in conversations])
+    messages = Message.objects.defer(*RECALL_COLUMNS).filter(conversation_id__in=[c.id for c in conversations])
     if first is not None:
         messages = messages.filter(seq__lte=first)
     by_conversation: dict[UUID, list[Message]] = {c.id: [] for c in conversations}
@@ -229,7 +229,7 @@ def conversations_with_messages(
 
 def conversation_run(*, conversation: Conversation, first_seq: int, limit: int) -> ConversationRun:
     """Up to ``limit`` of the conversation's messages from seq ``first_seq`` on."""
-    messages = Message.objects.filter(
+    messages = Message.objects.defer(*RECALL_COLUMNS).filter(
         conversation=conversation, seq__gte=first_seq, seq__lt=first_seq + limit
     ).order_by("seq")
     return ConversationRun(conversation, list(messages), first_seq=first_seq)

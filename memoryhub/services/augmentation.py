@@ -8,8 +8,9 @@ nothing, so a burst of captures makes one run. Capture never waits for it.
 A run (``conversation_augment``) takes the person's write lock, then the conversation's row,
 reads the messages after the conversation's durable cursor (``augmented_seq``), hands them to
 the extractor ``AUGMENTATION_PROVIDER`` names (``memoryhub.augmentation``), applies each
-candidate (``memoryhub.services.facts.fact_learn``: stable keys, merges, invalidation) and
-moves the cursor, all in one transaction: a run that fails changes nothing and leaves the
+candidate (``memoryhub.services.facts.fact_learn``: stable keys, merges, near-duplicate
+merges by embedding, invalidation; the candidates are embedded with the configured provider
+first, in one call) and moves the cursor, all in one transaction: a run that fails changes nothing and leaves the
 cursor where it was, for the retry. Two runs of one conversation take turns on the lock; the
 second finds nothing after the cursor.
 
@@ -30,8 +31,9 @@ from django.db import transaction
 
 from memoryhub.augmentation.base import SourceMessage
 from memoryhub.augmentation.providers import extractor_for
+from memoryhub.infra.embeddings import EmbeddingError, get_provider, provider_key
 from memoryhub.infra.jobs import AUGMENT_CONVERSATION, job_enqueue, jobs_run_inline
-from memoryhub.models import Conversation, Message
+from memoryhub.models import RECALL_COLUMNS, Conversation, Message
 from memoryhub.selectors.documents import end_user_find, memory_disabled_reason
 from memoryhub.services.facts import fact_learn
 from tenants.context import current_tenant_id
@@ -70,7 +72,7 @@ def conversation_augment(*, conversation_id: str) -> int:
     conversation = Conversation.objects.select_for_update().filter(id=conversation_id).first()
     if end_user is None or conversation is None:
         return 0
-    messages = list(Message.objects.filter(conversation=conversation,
+    messages = list(Message.objects.defer(*RECALL_COLUMNS).filter(conversation=conversation,
                                            seq__gt=conversation.augmented_seq)
                     .order_by("seq")[:AUGMENT_BATCH])
     if not messages:
@@ -85,9 +87,28 @@ def conversation_augment(*, conversation_id: str) -> int:
             SourceMessage(id=str(m.id), seq=m.seq, role=m.role, content=m.content,
                           created_at=m.created_at) for m in messages
         ])
-        for candidate in candidates:
-            fact_learn(end_user=end_user, candidate=candidate,
+        vectors = _candidate_vectors([candidate.content for candidate in candidates])
+        for candidate, vector in zip(candidates, vectors, strict=True):
+            fact_learn(end_user=end_user, candidate=candidate, vector=vector,
                        conversation_id=str(conversation.id), process=conversation.process)
     conversation.augmented_seq = messages[-1].seq
     conversation.save(update_fields=["augmented_seq"])
     return len(messages)
+
+
+def _candidate_vectors(texts: list[str]) -> list[tuple[list[float], str] | None]:
+    """The candidates' embeddings with the configured provider, in one call, inside the run:
+    the near-duplicate merge compares them, and a new fact is stored with its vector, so it
+    is found by vector as soon as the run commits. A provider failure learns without them
+    (no near-duplicate merge; the embedding worker gives the new facts their vectors)."""
+    if not texts:
+        return []
+    provider = get_provider()
+    try:
+        vectors = provider.embed(texts)
+    except EmbeddingError:
+        logger.warning("augmentation: could not embed %d candidates; learning without vectors",
+                       len(texts), exc_info=True)
+        return [None] * len(texts)
+    key = provider_key(provider)
+    return [(vector, key) if any(vector) else None for vector in vectors]

@@ -37,6 +37,7 @@ from memoryhub.selectors.documents import memory_disabled_reason
 from memoryhub.services.augmentation import augmentation_schedule
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.events import conversation_deleted_event
+from memoryhub.services.passages import record_embedding_schedule
 from memoryhub.store.conversations import capture_state, messages_store
 from memoryhub.store.end_users import end_user_find
 from tenants.models import Tenant
@@ -228,6 +229,7 @@ def messages_capture(
     result.captured = _append(conversation, kept, now=now, started=started)
     result.conversation_id = conversation.id
     augmentation_schedule(tenant_id=tenant.id, conversation_id=conversation.id)
+    record_embedding_schedule(tenant_id=tenant.id, kind="conversation", record_id=conversation.id)
     return result
 
 

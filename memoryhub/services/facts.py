@@ -12,7 +12,10 @@ Learning (``fact_learn``), for augmentation: a candidate whose stable key
 anything twice, and a fact the person or the app edited or deleted is not made again from
 the messages it came from. A candidate equal to a valid fact (same normalised text, or same
 type, subject, predicate and object) is merged into it: its message joins the fact's source
-and the higher confidence is kept (``merged``). A candidate that contradicts valid facts
+and the higher confidence is kept (``merged``); so is a near duplicate, a candidate whose
+embedding (augmentation embeds what it learns with the configured provider, in its run) has
+a cosine similarity of at least ``AUGMENTATION_MERGE_SIMILARITY`` with a valid fact of the
+same type (``_near_duplicate`` says which are never merged this way). A candidate that contradicts valid facts
 (``memoryhub.facts.contradicts``) invalidates the older ones (``invalid_at`` = its
 ``valid_at``, history ``invalidated`` naming the new fact); it is itself created invalid
 when a contradicting fact is newer than it. Nothing is ever deleted by augmentation.
@@ -25,6 +28,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
@@ -36,9 +40,12 @@ from memoryhub.models import Actor, EndUser, Fact, FactEvent, FactSourceKey, Fac
 from memoryhub.selectors.documents import memory_disabled_reason
 from memoryhub.services.documents import memory_disabled_error, text_check
 from memoryhub.services.events import fact_changed_event
+from memoryhub.services.passages import record_embedding_schedule
+from memoryhub.store.facts import fact_nearest
 from tenants.models import Tenant
 
 UNSET: Any = object()
+Vector = tuple[list[float], str]  # an embedding and its provider key
 
 
 def fact_content_check(content: object) -> str:
@@ -92,7 +99,10 @@ def _valid_duplicate(end_user: EndUser, normalized: str) -> Fact | None:
             .order_by("id").first())
 
 
-def _insert(*, end_user: EndUser, data: FactInput, actor: str, invalid_at: datetime | None = None) -> Fact:
+def _insert(*, end_user: EndUser, data: FactInput, actor: str, invalid_at: datetime | None = None,
+            vector: Vector | None = None) -> Fact:
+    """``vector``: the content's embedding (vector, provider key) when the caller has it;
+    else the embedding worker is asked for one on commit."""
     now = timezone.now()
     fact = Fact(
         tenant_id=end_user.tenant_id, end_user=end_user, type=data.type, content=data.content,
@@ -100,9 +110,13 @@ def _insert(*, end_user: EndUser, data: FactInput, actor: str, invalid_at: datet
         predicate=data.predicate, object=data.object, process=data.process,
         confidence=data.confidence, valid_at=data.valid_at or now, invalid_at=invalid_at,
         source=data.source or _source(None, []), version=1, updated_by=actor,
+        embedding=None if vector is None else vector[0],
+        embedding_provider="" if vector is None else vector[1],
     )
     fact.save(force_insert=True)
     _history(fact, FactEvent.CREATED, actor)
+    if vector is None:
+        record_embedding_schedule(tenant_id=fact.tenant_id, kind="fact", record_id=fact.id)
     return fact
 
 
@@ -140,6 +154,8 @@ def fact_update(
         content = fact_content_check(content)
         if content != fact.content:
             fact.content, fact.normalized, changed = content, normalized_text(content), True
+            fact.embedding, fact.embedding_provider = None, ""  # the worker embeds the new text
+            record_embedding_schedule(tenant_id=fact.tenant_id, kind="fact", record_id=fact.id)
     if confidence is not UNSET and confidence != fact.confidence:
         fact.confidence, changed = confidence, True
     invalidated = False
@@ -181,11 +197,32 @@ def _same(fact: Fact, candidate: Candidate, normalized: str) -> bool:
     )
 
 
+def _near_duplicate(end_user: EndUser, candidate: Candidate, vector: Vector | None) -> Fact | None:
+    """The valid fact of the candidate's type whose vector is at least
+    ``AUGMENTATION_MERGE_SIMILARITY`` similar to the candidate's, locked; None without a
+    vector or such a fact. Never a structured fact when the candidate is structured too: those
+    compare by their triple ("likes tea" and "likes coffee" are two facts, "lives in Lisbon"
+    and "lives in Porto" a contradiction, however similar their words)."""
+    if vector is None:
+        return None
+    nearest = fact_nearest(end_user_id=end_user.pk, type_=candidate.type, vector=vector[0],
+                           provider=vector[1])
+    if nearest is None or nearest[1] < settings.AUGMENTATION_MERGE_SIMILARITY:
+        return None
+    fact = (Fact.objects.select_for_update(of=("self",))
+            .filter(id=nearest[0], invalid_at__isnull=True).first())
+    if fact is None or (candidate.predicate and fact.predicate):
+        return None  # two structured facts: contradictions and merges go by the triple
+    return fact
+
+
 def fact_learn(
     *, end_user: EndUser, candidate: Candidate, conversation_id: str, process: str = "",
+    vector: Vector | None = None,
 ) -> str:
     """Apply one candidate of augmentation (the caller holds the person's write lock);
-    returns what happened: ``known``, ``merged`` or ``created``."""
+    returns what happened: ``known``, ``merged`` or ``created``. ``vector``: the candidate
+    content's embedding, for the near-duplicate merge and the new fact's vector."""
     key = candidate_key(candidate)
     if FactSourceKey.objects.filter(end_user=end_user, key=key).exists():
         return "known"
@@ -199,11 +236,13 @@ def fact_learn(
         .order_by("id")
     )
     same = next((fact for fact in related if _same(fact, candidate, normalized)), None)
+    if same is None:
+        same = _near_duplicate(end_user, candidate, vector)
     if same is not None:
         _merge(same, candidate, end_user=end_user)
         outcome, fact_id = "merged", same.id
     else:
-        fact_id = _learn_new(end_user, candidate, related, conversation_id, process).id
+        fact_id = _learn_new(end_user, candidate, related, conversation_id, process, vector).id
         outcome = "created"
     FactSourceKey.objects.create(tenant_id=end_user.tenant_id, end_user=end_user, key=key,
                                  fact_id=fact_id)
@@ -225,7 +264,7 @@ def _merge(fact: Fact, candidate: Candidate, *, end_user: EndUser) -> None:
 
 
 def _learn_new(end_user: EndUser, candidate: Candidate, related: list[Fact],
-               conversation_id: str, process: str) -> Fact:
+               conversation_id: str, process: str, vector: Vector | None) -> Fact:
     contradicted = [
         fact for fact in related
         if fact.subject == candidate.subject and contradicts(
@@ -234,7 +273,7 @@ def _learn_new(end_user: EndUser, candidate: Candidate, related: list[Fact],
     ]
     newer = [fact.valid_at for fact in contradicted if fact.valid_at > candidate.valid_at]
     fact = _insert(end_user=end_user, actor=Actor.AUGMENTATION, invalid_at=min(newer, default=None),
-                   data=FactInput(
+                   vector=vector, data=FactInput(
                        content=candidate.content, type=candidate.type, subject=candidate.subject,
                        predicate=candidate.predicate, object=candidate.object, process=process,
                        confidence=candidate.confidence, valid_at=candidate.valid_at,

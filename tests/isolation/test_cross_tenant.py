@@ -125,6 +125,11 @@ CASES: list[Case] = [
     Case("delete", "/api/v1/users/{user}/facts/{fact}"),
     Case("delete", "/api/v1/users/{user}/facts/{fact}", headers={"If-Match": '"1"'}),
     Case("get", "/api/v1/users/{user}/facts/{fact}/history"),
+    # recall over each source: acme's person's fact ("User is Vegetarian") and messages
+    *[Case("post", "/api/v1/users/{user}/recall",
+           {"query": "vegetarian Lisbon", "relaxed": True, "sources": sources,
+            "include_invalid": True})
+      for sources in (["facts"], ["messages"], ["documents", "facts", "messages"])],
 ]
 
 
@@ -258,3 +263,9 @@ def test_the_cases_really_reach_acmes_data_with_acmes_key(acme, globex) -> None:
     fact = acme.client.get(f"/api/v1/users/{VICTIM}/facts/{names['fact']}")
     assert fact.status_code == 200 and "Vegetarian" in fact.json()["content"]
     assert acme.client.get(f"/api/v1/users/{VICTIM}/facts/{names['fact']}/history").status_code == 200
+    for sources, kinds in ((["facts"], {"fact"}), (["messages"], {"message"}),
+                           (["documents", "facts", "messages"], {"document", "fact", "message"})):
+        case = next(c for c in CASES if c.body and c.body.get("sources") == sources)
+        results = send(acme.client, case, names).json()["results"]
+        assert {r["kind"] for r in results} == kinds, sources
+        assert any("Vegetarian" in r["snippet"] or "vegetarian" in r["snippet"] for r in results)

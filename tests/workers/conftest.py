@@ -22,7 +22,7 @@ import pytest
 import redis
 
 from memoryhub.celery import app as celery_app
-from memoryhub.infra.publisher import embedding_publisher
+from memoryhub.infra.publisher import embedding_publisher, record_publisher
 
 REDIS_URL = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
 READY_TIMEOUT = 60.0
@@ -34,6 +34,7 @@ def _point_celery_at(conf: dict) -> None:
     producer pools per broker URL too: without ``pools.reset()`` a second module with a
     worker would get the first one's closed pool back."""
     embedding_publisher.flush()
+    record_publisher.flush()
     celery_app.conf.update(conf)
     if celery_app._pool is not None:
         celery_app._pool.force_close_all()
