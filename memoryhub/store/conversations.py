@@ -118,14 +118,14 @@ def _capture_sql() -> tuple[str, str]:
     """(append, start): the messages' INSERT with, in the same statement, the conversation's
     UPDATE (its counters) or INSERT (a conversation starting). Every concrete column of both
     models, so a field added later is written too."""
-    fields = Message._meta.concrete_fields
+    fields = _written_fields(Message)
     # As the ORM's bulk insert: varchar[] rather than varchar(128)[], which would truncate.
     arrays = ", ".join(f"(%s)::{str(f.db_type(connection)).split('(')[0]}[]" for f in fields)
     insert = (f"INSERT INTO {_MESSAGES} ({', '.join(f.column for f in fields)}) "
               f"SELECT * FROM unnest({arrays})")
     append = (f"WITH conversation AS (UPDATE {_CONVERSATIONS} SET message_count = %s, "
               f"last_message_at = %s WHERE {tenant_is()} AND id = %s) {insert}")
-    columns = Conversation._meta.concrete_fields
+    columns = _written_fields(Conversation)
     start = (f"WITH conversation AS (INSERT INTO {_CONVERSATIONS} "
              f"({', '.join(f.column for f in columns)}) "
              f"VALUES ({', '.join(['%s'] * len(columns))})) {insert}")
@@ -140,10 +140,15 @@ _AS_THEY_ARE = frozenset({
 })
 
 
+def _written_fields(model: type[Model]) -> list[Field]:
+    """The columns an insert writes: every concrete field but those PostgreSQL generates."""
+    return [f for f in model._meta.concrete_fields if not getattr(f, "generated", False)]
+
+
 @cache
 def _preparations(model: type[Model]) -> list[tuple[str, Field | None]]:
     return [(f.attname, None if f.get_internal_type() in _AS_THEY_ARE else f)
-            for f in model._meta.concrete_fields]
+            for f in _written_fields(model)]
 
 
 def _db_values(instance: Model) -> list[Any]:
