@@ -314,7 +314,8 @@ def conversation_summary_put(
         raise MemoryDisabled(f"Memory is disabled {reason}; the summary was not stored.")
     conversation.summary, _ = redacted(tenant_capture_policy(tenant), text)
     conversation.summary_updated_at = timezone.now()
-    conversation.save(update_fields=["summary", "summary_updated_at"])
+    conversation.summary_by = Actor.APP  # from now on augmentation keeps its summary out
+    conversation.save(update_fields=["summary", "summary_updated_at", "summary_by"])
     return conversation
 
 
