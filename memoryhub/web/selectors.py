@@ -7,11 +7,21 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
-from memoryhub.models import EndUser, EventType, MemoryDocument, MemoryEvent, Profile, Scope
+from memoryhub.models import (
+    AugmentationFailure,
+    Conversation,
+    EndUser,
+    EventType,
+    MemoryDocument,
+    MemoryEvent,
+    Profile,
+    Scope,
+)
 from memoryhub.selectors.conversations import conversations_per_person
 from tenants.context import web_user_context
 from tenants.models import ApiKey, AuditEntry, Invitation, Membership
@@ -187,3 +197,25 @@ def end_users_search(*, query: str) -> QuerySet[EndUser]:
 
 def audit_entries() -> QuerySet[AuditEntry]:
     return AuditEntry.objects.order_by("-created_at", "-id")
+
+
+@dataclass(frozen=True)
+class AugmentationStatus:
+    """The dashboard's augmentation card: the tenant's switch, the deployment's provider,
+    the backlog (conversations with messages after their cursor) and the latest failures."""
+
+    enabled: bool
+    provider: str
+    backlog: int
+    failures: list[AugmentationFailure]
+
+
+RECENT_FAILURES = 10
+
+
+def augmentation_status(*, enabled: bool) -> AugmentationStatus:
+    return AugmentationStatus(
+        enabled=enabled, provider=settings.AUGMENTATION_PROVIDER,
+        backlog=Conversation.objects.filter(message_count__gt=F("augmented_seq")).count(),
+        failures=list(AugmentationFailure.objects.order_by("-created_at", "-id")[:RECENT_FAILURES]),
+    )
