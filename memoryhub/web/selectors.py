@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import timedelta
+from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -17,8 +18,10 @@ from memoryhub.models import (
     Conversation,
     EndUser,
     EventType,
+    Fact,
     MemoryDocument,
     MemoryEvent,
+    Message,
     Profile,
     Scope,
 )
@@ -219,3 +222,57 @@ def augmentation_status(*, enabled: bool) -> AugmentationStatus:
         backlog=Conversation.objects.filter(message_count__gt=F("augmented_seq")).count(),
         failures=list(AugmentationFailure.objects.order_by("-created_at", "-id")[:RECENT_FAILURES]),
     )
+
+
+# --- the person's facts ---------------------------------------------------------------------
+
+FACT_GROUP_LABELS = {"profile": "About you", "preference": "What you like and dislike",
+                     "triple": "People and pets", "fact": "Other facts",
+                     "process_attribute": "Progress"}
+
+
+@dataclass(frozen=True)
+class FactSource:
+    conversation_id: UUID
+    message_id: UUID
+    seq: int
+
+
+@dataclass(frozen=True)
+class FactRow:
+    fact: Fact
+    sources: list[FactSource]
+
+
+@dataclass(frozen=True)
+class FactGroup:
+    type: str
+    label: str
+    rows: list[FactRow]
+
+
+@dataclass(frozen=True)
+class PersonFacts:
+    """The facts section: the valid facts grouped by type (in FACT_GROUP_LABELS' order), and
+    the ones no longer true apart, each with the messages it came from (the ones still kept)."""
+
+    groups: list[FactGroup]
+    invalid: list[FactRow]
+
+
+def person_facts(*, end_user: EndUser) -> PersonFacts:
+    """Two queries: the facts, then where their source messages are."""
+    facts = list(Fact.objects.filter(end_user=end_user).order_by("-id"))
+    ids = {m for f in facts for m in (f.source or {}).get("message_ids") or []}
+    located = {str(m_id): FactSource(conversation_id, m_id, seq) for m_id, conversation_id, seq in
+               Message.objects.filter(end_user=end_user, id__in=list(ids))
+               .values_list("id", "conversation_id", "seq")}
+
+    def row(fact: Fact) -> FactRow:
+        found = [located[m] for m in (fact.source or {}).get("message_ids") or [] if m in located]
+        return FactRow(fact, found)
+    valid = [row(f) for f in facts if f.invalid_at is None]
+    groups = [FactGroup(kind, label, [r for r in valid if r.fact.type == kind])
+              for kind, label in FACT_GROUP_LABELS.items()]
+    return PersonFacts(groups=[g for g in groups if g.rows],
+                       invalid=[row(f) for f in facts if f.invalid_at is not None])
