@@ -14,7 +14,8 @@ Validation is all or nothing: an answer that is not such an object (not JSON, a 
 without content, an unknown type, a message number that is not one of the new messages, a
 confidence outside 0..1, a summary over ``MAX_SUMMARY_CHARS``) is ``ExtractionFailed``
 (``malformed``), and the run writes nothing. A fact whose content holds a credential, or is
-over ``MAX_FACT_BYTES``, is left out (the same rules as the API's), not the whole answer.
+over ``MAX_FACT_BYTES``, is left out (the same rules as the API's), not the whole answer;
+a summary holding a credential is not stored.
 Transport failures (timeouts, 429/5xx after their retries with ``Retry-After``) are
 ``ExtractionFailed`` too.
 """
@@ -102,6 +103,8 @@ def parsed(reply: str, messages: Sequence[SourceMessage]) -> Extraction:
         candidate = _candidate(item, messages, where=f"fact {index}")
         if candidate is not None:
             candidates.append(candidate)
+    if summary and find_credential(summary) is not None:
+        summary = None  # the API's content rules: not stored, the old summary kept
     return Extraction(candidates=candidates, summary=summary.strip() if summary else None)
 
 

@@ -116,12 +116,13 @@ def test_a_malformed_answer_then_a_valid_one_on_the_retry_is_learnt(acme, llm) -
     assert [f["object"] for f in facts(acme)] == ["Lisbon"] and failures(acme) == []
 
 
-def test_a_credential_in_a_fact_leaves_out_that_fact_only(acme, llm) -> None:
+def test_a_credential_leaves_out_that_fact_or_summary_only(acme, llm) -> None:
     conversation = capture(acme, "I live in Lisbon.")
     secret = {**LISBON, "content": "User's key is sk-ant-api03-" + "a" * 90, "predicate": "key"}
-    llm.script(answer(secret, LISBON))
+    llm.script(answer(secret, LISBON, summary="The key is sk-ant-api03-" + "b" * 90))
     run(acme, conversation)
     assert [f["content"] for f in facts(acme)] == ["User lives in Lisbon"]
+    assert state(acme, conversation) == (1, "", "")  # nor the summary
 
 
 def test_a_slow_server_times_out_and_is_recorded(acme, llm) -> None:
