@@ -637,6 +637,15 @@ class ConversationExportSerializer(ConversationSerializer):
     messages = MessageSerializer(many=True, help_text="every message, in order (seq)")
 
 
+class FactExportSerializer(FactSerializer):
+    history = FactVersionSerializer(many=True, help_text="oldest first")
+
+
+class DeletedFactExportSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    history = FactVersionSerializer(many=True, help_text="oldest first, ending with deleted")
+
+
 class ExportSerializer(EndUserSerializer):
     # In place of their counts (a field, not the base class's attribute type the stubs see).
     documents = DocumentSerializer(many=True)  # type: ignore[assignment]
@@ -644,6 +653,9 @@ class ExportSerializer(EndUserSerializer):
     events = EventSerializer(many=True)
     portal_links = PortalLinkRecordSerializer(many=True)
     conversations = ConversationExportSerializer(many=True)  # type: ignore[assignment]
+    facts = FactExportSerializer(many=True, help_text="valid and invalid, oldest first")
+    deleted_facts = DeletedFactExportSerializer(
+        many=True, help_text="the history still stored of facts deleted since")
 
 
 def portal_link_record_representation(link: PortalLink) -> dict[str, Any]:
@@ -668,4 +680,8 @@ def export_representation(export: EndUserExport) -> dict[str, Any]:
         "events": [event_representation(e) for e in export.events],
         "portal_links": [portal_link_record_representation(link) for link in export.portal_links],
         "conversations": [conversation_export_representation(r) for r in export.conversations],
+        "facts": [{**fact_representation(r.fact), **fact_history_representation(r.history)}
+                  for r in export.facts if r.fact is not None],
+        "deleted_facts": [{"id": r.fact_id, **fact_history_representation(r.history)}
+                          for r in export.deleted_facts],
     }

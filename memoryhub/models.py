@@ -191,6 +191,10 @@ class Conversation(TenantOwned):
     message_count = models.PositiveIntegerField(default=0)
     summary = models.TextField(blank=True, default="")
     summary_updated_at = models.DateTimeField(null=True, blank=True)
+    # Who wrote the summary: empty (nobody yet), "augmentation" (the extractor's rolling
+    # summary, which each run may replace) or "app" (the API's PUT, which augmentation never
+    # overwrites: an app's summary wins).
+    summary_by = models.CharField(max_length=16, blank=True, default="")
     # Augmentation's durable cursor: the messages up to this seq have been learnt from.
     augmented_seq = models.PositiveIntegerField(default=0)
 
@@ -520,3 +524,29 @@ class FactSourceKey(TenantOwned):
             models.UniqueConstraint(fields=["tenant", "end_user", "key"], name="factsourcekey_unique"),
             TenantRowLevelSecurity(name="factsourcekey_rls"),
         ]
+
+
+class AugmentationFailure(TenantOwned):
+    """An augmentation run that failed after its last retry (or whose extractor answered with
+    something that is not an extraction), kept for the tenant's admins (the dashboard).
+    The conversation's cursor did not move: its messages are read again by the next run.
+    ``user_id`` is text, like the event feed's; ``error`` names what went wrong, never a
+    message's or the model's text. Forget-everything removes the person's rows."""
+
+    conversation_id = models.UUIDField()
+    user_id = models.CharField(max_length=128)
+    provider = models.CharField(max_length=32)
+    error = models.TextField()
+    malformed = models.BooleanField(default=False)
+    attempts = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [TenantRowLevelSecurity(name="augmentationfailure_rls")]
+        indexes = [
+            # The dashboard: the tenant's latest failures.
+            models.Index(fields=["tenant", "-created_at"], name="augfailure_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}: {self.error[:60]}"

@@ -434,3 +434,12 @@ AUGMENTATION_DEBOUNCE_SECONDS = float(os.environ.get("AUGMENTATION_DEBOUNCE_SECO
 # A learnt fact whose vector's cosine similarity to a valid fact of the same type reaches
 # this merges into it (memoryhub/services/facts.py; README "Configuration").
 AUGMENTATION_MERGE_SIMILARITY = float(os.environ.get("AUGMENTATION_MERGE_SIMILARITY", "0.8"))
+# The openai extractor: an OpenAI-compatible chat completions endpoint answering in JSON.
+AUGMENTATION_URL = os.environ.get("AUGMENTATION_URL", "")
+AUGMENTATION_API_KEY = os.environ.get("AUGMENTATION_API_KEY", "")
+AUGMENTATION_MODEL = os.environ.get("AUGMENTATION_MODEL", "")
+AUGMENTATION_TIMEOUT = float(os.environ.get("AUGMENTATION_TIMEOUT", "30"))
+AUGMENTATION_MAX_RETRIES = int(os.environ.get("AUGMENTATION_MAX_RETRIES", "2"))
+# An augmentation run that fails is retried this many times (backoff 2, 4, 8, ... s, at most
+# 300 s) before it is recorded for the dashboard; the cursor stays either way.
+AUGMENTATION_RUN_RETRIES = int(os.environ.get("AUGMENTATION_RUN_RETRIES", "6"))

@@ -19,13 +19,22 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
+from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
+from memoryhub.augmentation.base import ExtractionFailed
+from memoryhub.augmentation.providers import UnknownProvider
 from memoryhub.infra.embeddings import EmbeddingError
-from memoryhub.services.augmentation import AUGMENT_BATCH, conversation_augment
+from memoryhub.services.augmentation import (
+    AUGMENT_BATCH,
+    augmentation_apply,
+    augmentation_batch,
+    augmentation_failure_record,
+)
 from memoryhub.services.conversations import conversations_expired_purge
 from memoryhub.services.passages import (
     document_embed,
@@ -158,17 +167,38 @@ def embeddings_sweep() -> int:
     return enqueued
 
 
-@shared_task(
-    name="memoryhub.tasks.augment_conversation",
-    autoretry_for=(DatabaseError,), retry_backoff=2, retry_backoff_max=300, max_retries=6,
-)
-def augment_conversation(*, tenant_id: int, conversation_id: str) -> int:
-    """Learn facts from the conversation's messages after its cursor, one transaction per
-    batch (memoryhub/services/augmentation.py); a retry starts again from the cursor."""
+@shared_task(name="memoryhub.tasks.augment_conversation", bind=True, max_retries=None)
+def augment_conversation(self: Task[Any, Any], *, tenant_id: int, conversation_id: str) -> int:
+    """Learn facts from the conversation's messages after its cursor, a batch at a time
+    (memoryhub/services/augmentation.py): read in one transaction, extract outside any, write
+    and move the cursor in another. A failure (the database, the extractor's provider, an
+    answer that is not an extraction) is retried with backoff from the cursor, up to
+    AUGMENTATION_RUN_RETRIES times; after the last it is recorded for the dashboard
+    (AugmentationFailure) and the cursor stays, so the next run reads those messages again."""
     total = 0
     while True:
-        with tenant_context(tenant_id):
-            read = conversation_augment(conversation_id=conversation_id)
-        total += read
-        if read < AUGMENT_BATCH:
+        batch = None
+        try:
+            with tenant_context(tenant_id):
+                batch = augmentation_batch(conversation_id=conversation_id)
+            if batch is None:
+                return total
+            extraction = batch.extract()
+            with tenant_context(tenant_id):
+                total += augmentation_apply(batch, extraction)
+        except (DatabaseError, ExtractionFailed, UnknownProvider) as error:
+            malformed = isinstance(error, ExtractionFailed) and error.malformed
+            logger.warning("augmentation of conversation %s failed (attempt %d): %s",
+                           conversation_id, self.request.retries + 1, error)
+            if self.request.retries < settings.AUGMENTATION_RUN_RETRIES:
+                countdown = min(300, 2 ** (self.request.retries + 1))
+                raise self.retry(exc=error, countdown=countdown,
+                                 max_retries=settings.AUGMENTATION_RUN_RETRIES) from error
+            with tenant_context(tenant_id):
+                augmentation_failure_record(
+                    batch=batch, conversation_id=conversation_id,
+                    error=f"{type(error).__name__}: {error}", malformed=malformed,
+                    attempts=self.request.retries + 1)
+            return total
+        if len(batch.messages) < AUGMENT_BATCH:
             return total

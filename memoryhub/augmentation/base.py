@@ -1,10 +1,16 @@
 """The one interface every extractor implements, chosen by ``AUGMENTATION_PROVIDER``.
 
 An extractor gets a conversation's messages that augmentation has not seen yet, in order,
-and returns candidate facts, each naming the message it came from. It must be
-deterministic for the same messages (``rules`` is), so that the stable key of a candidate
-(``candidate_key``: the message and the normalised statement) means the same thing on every
-run.
+with what is already known (``ExtractionContext``: the conversation's rolling summary and
+the person's facts most like these messages), and returns an ``Extraction``: candidate
+facts, each naming the message it came from, and the new rolling summary (None: keep the
+old one). The stable key of a candidate (``candidate_key``: the message and the normalised
+statement) means the same thing on every run; ``rules`` is deterministic, so the same
+messages give the same keys; a model may word a statement differently on a rerun, which
+merging by normalised text and triple absorbs.
+
+An extractor that cannot answer raises ``ExtractionFailed`` (the run writes nothing, and is
+retried; ``memoryhub.services.augmentation``).
 """
 
 from __future__ import annotations
@@ -48,7 +54,33 @@ def candidate_key(candidate: Candidate) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+@dataclass(frozen=True)
+class ExtractionContext:
+    """What augmentation already knows when it reads new messages."""
+
+    previous_summary: str = ""
+    known_facts: Sequence[str] = ()
+    # The conversation's earlier messages' text is not here: the summary stands for them.
+
+
+@dataclass(frozen=True)
+class Extraction:
+    candidates: list[Candidate]
+    summary: str | None = None
+
+
+class ExtractionFailed(Exception):
+    """The extractor could not give an answer: the provider failed or timed out after its
+    retries, or answered with something that is not a valid extraction (``malformed``)."""
+
+    def __init__(self, message: str, *, malformed: bool = False) -> None:
+        super().__init__(message)
+        self.malformed = malformed
+
+
 class Extractor(Protocol):
     name: str
+    wants_known_facts: bool  # whether the context should hold the person's similar facts
 
-    def extract(self, messages: Sequence[SourceMessage]) -> list[Candidate]: ...
+    def extract(self, messages: Sequence[SourceMessage],
+                context: ExtractionContext) -> Extraction: ...

@@ -28,7 +28,16 @@ negation other than the forms above, third-person facts, dates in any normal for
 is kept as written), several objects in one clause ("I like tea and coffee" is one like of
 "tea and coffee"), and languages other than English. "I'm a <job>" needs a word that looks
 like a job (``_JOB_WORD``), so "I'm a big fan" is not a job. Sentences are split by
-punctuation (``.``, ``!``, ``?``, ``;`` or a line break), not by a trained model.
+``sentencex`` (Wikimedia's rule-based segmenter: "St. Petersburg" and "the U.S." stay one
+sentence), then at line breaks and ``;``.
+
+The summary (``extractive_summary``) is extractive, never written anew: the conversation's
+most central sentences (``user`` and ``assistant`` turns; the previous summary's sentences
+stand for the messages before the cursor), by cosine similarity of each sentence's embedding
+(the configured ``EMBEDDINGS_PROVIDER``) to the mean of them all, taken most central first
+until the next would not fit in ``SUMMARY_MAX_CHARS``, then shown in the order they were said. It does not
+resolve pronouns, merge or shorten sentences, or know which sentence matters to the person;
+with the default ``hashing`` embeddings "central" means sharing the most words with the rest.
 """
 
 from __future__ import annotations
@@ -37,12 +46,18 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from memoryhub.augmentation.base import Candidate, SourceMessage
+import numpy as np
+from sentencex import segment
+
+from memoryhub.augmentation.base import Candidate, Extraction, ExtractionContext, SourceMessage
+from memoryhub.infra.embeddings import EmbeddingProvider, get_provider
 
 USER = "user"
 MAX_OBJECT_CHARS = 100
+SUMMARY_MAX_CHARS = 600
+SUMMARY_ROLES = frozenset({"user", "assistant"})
 
-_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
+_BREAKS = re.compile(r"\n+|(?<=;)\s+")
 _CLAUSES = re.compile(r",?\s+(?:and|but|so)\s+(?=(?:i|i'm|i've|my)\b)|,\s+(?=(?:i|i'm|my)\b)",
                       re.IGNORECASE)
 _FILLER = re.compile(
@@ -172,11 +187,18 @@ RULES: list[tuple[re.Pattern[str], Rule]] = [
 ]
 
 
+def sentences(text: str) -> Iterator[str]:
+    """The sentences of a text (``sentencex``, then line breaks and ``;``), stripped."""
+    for line in _BREAKS.split(text):
+        for sentence in segment("en", line):
+            if sentence.strip():
+                yield sentence.strip()
+
+
 def clauses(text: str) -> Iterator[str]:
     """The statements of a message: sentences, then clauses that start with I or my;
     questions and hypotheticals left out."""
-    for sentence in _SENTENCES.split(text):
-        sentence = sentence.strip()
+    for sentence in sentences(text):
         if not sentence or sentence.endswith("?") or _HYPOTHETICAL.search(sentence):
             continue
         for clause in _CLAUSES.split(sentence):
@@ -194,10 +216,45 @@ def statement_facts(clause: str) -> Found | None:
     return None
 
 
+def extractive_summary(previous: str, messages: Sequence[SourceMessage],
+                       embeddings: EmbeddingProvider, *, limit: int = SUMMARY_MAX_CHARS) -> str | None:
+    """The most central sentences of the previous summary and the new messages, at most
+    ``limit`` characters, in the order they were said; None when the messages add none."""
+    new = [s for m in messages if m.role in SUMMARY_ROLES for s in sentences(m.content)]
+    if not new:
+        return None
+    pool = list(dict.fromkeys([*sentences(previous), *new]))  # one of each, first kept
+    vectors = np.asarray(embeddings.embed(pool), dtype=np.float64)
+    centre = vectors.mean(axis=0)
+    centrality = vectors @ centre
+    chosen: list[int] = []
+    used = -1  # the join's spaces: one fewer than the sentences
+    for index in sorted(range(len(pool)), key=lambda i: (-centrality[i], i)):
+        if used + 1 + len(pool[index]) > limit:
+            break  # the most central k that fit: no less central sentence fills the gap
+        chosen.append(index)
+        used += 1 + len(pool[index])
+    if not chosen:  # every sentence is longer than the limit: the most central, cut
+        best = pool[int(np.argmax(centrality))]
+        return best[: limit - 1].rstrip() + "\u2026"
+    return " ".join(pool[i] for i in sorted(chosen))
+
+
 class RulesExtractor:
     name = "rules"
+    wants_known_facts = False
 
-    def extract(self, messages: Sequence[SourceMessage]) -> list[Candidate]:
+    def __init__(self, embeddings: EmbeddingProvider | None = None) -> None:
+        self._embeddings = embeddings
+
+    def extract(self, messages: Sequence[SourceMessage], context: ExtractionContext) -> Extraction:
+        return Extraction(
+            candidates=self.candidates(messages),
+            summary=extractive_summary(context.previous_summary, messages,
+                                       self._embeddings or get_provider()),
+        )
+
+    def candidates(self, messages: Sequence[SourceMessage]) -> list[Candidate]:
         candidates = []
         for message in messages:
             if message.role != "user":

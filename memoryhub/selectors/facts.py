@@ -6,10 +6,17 @@ nothing: the same None (the API's 404).
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from uuid import UUID
 
+import numpy as np
+
+from memoryhub.infra.embeddings import EmbeddingError, get_provider
 from memoryhub.models import EndUser, Fact, FactVersion
 from memoryhub.selectors.conversations import parse_uuid
+
+logger = logging.getLogger(__name__)
 
 
 def fact_find(*, end_user: EndUser | None, fact_id: object, for_update: bool = False) -> Fact | None:
@@ -49,3 +56,24 @@ def fact_history(*, end_user: EndUser | None, fact_id: object) -> list[FactVersi
         return None
     return list(FactVersion.objects.filter(end_user_id=fact.end_user_id, fact_id=fact.id)
                 .order_by("id"))
+
+
+SIMILAR_POOL = 200  # of the person's latest valid facts, ranked by similarity
+
+
+def facts_like(*, end_user: EndUser, texts: Sequence[str], limit: int = 30) -> list[str]:
+    """The contents of the person's valid facts most like ``texts`` (augmentation's prompt):
+    the latest SIMILAR_POOL, ranked by the cosine of their embedding (the configured
+    provider) to the texts'; the latest ``limit`` when embedding fails."""
+    pool = list(Fact.objects.filter(end_user=end_user, invalid_at__isnull=True)
+                .order_by("-id").values_list("content", flat=True)[:SIMILAR_POOL])
+    if len(pool) <= limit:
+        return pool
+    try:
+        vectors = np.asarray(get_provider().embed([" ".join(texts), *pool]), dtype=np.float64)
+    except EmbeddingError:
+        logger.warning("facts_like: embedding failed; the latest facts stand in", exc_info=True)
+        return pool[:limit]
+    scores = vectors[1:] @ vectors[0]
+    ranked = sorted(range(len(pool)), key=lambda i: (-scores[i], i))
+    return [pool[i] for i in ranked[:limit]]

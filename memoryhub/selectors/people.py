@@ -10,12 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, Collate
 
 from memoryhub import paths
-from memoryhub.models import Conversation, EndUser, MemoryDocument, MemoryEvent, PortalLink, Scope
+from memoryhub.models import (
+    Conversation,
+    EndUser,
+    Fact,
+    FactVersion,
+    MemoryDocument,
+    MemoryEvent,
+    PortalLink,
+    Scope,
+)
 from memoryhub.selectors.conversations import (
     ConversationRun,
     conversations_per_person,
@@ -196,6 +206,27 @@ class EndUserExport:
     events: list[MemoryEvent] = field(default_factory=list)
     portal_links: list[PortalLink] = field(default_factory=list)
     conversations: list[ConversationRun] = field(default_factory=list)
+    facts: list[FactRecord] = field(default_factory=list)
+    deleted_facts: list[FactRecord] = field(default_factory=list)  # their history: fact None
+
+
+@dataclass(frozen=True)
+class FactRecord:
+    """A fact (None once deleted: its history is still stored) with its history, oldest first."""
+
+    fact_id: UUID
+    fact: Fact | None
+    history: list[FactVersion]
+
+
+def _fact_records(end_user: EndUser) -> tuple[list[FactRecord], list[FactRecord]]:
+    """The person's facts (valid and invalid, oldest first) and the deleted ones' history."""
+    history: dict[UUID, list[FactVersion]] = {}
+    for row in FactVersion.objects.filter(end_user=end_user).order_by("id"):
+        history.setdefault(row.fact_id, []).append(row)
+    facts = list(Fact.objects.filter(end_user=end_user).order_by("id"))
+    kept = [FactRecord(f.id, f, history.pop(f.id, [])) for f in facts]
+    return kept, [FactRecord(fact_id, None, rows) for fact_id, rows in history.items()]
 
 
 def end_user_export(*, user_id: str) -> EndUserExport:
@@ -208,6 +239,7 @@ def end_user_export(*, user_id: str) -> EndUserExport:
     end_user = EndUser.objects.filter(user_id=user_id).select_related("account").first()
     if end_user is None:
         return EndUserExport(summary=EndUserSummary(user_id=user_id))
+    facts, deleted = _fact_records(end_user)
     return EndUserExport(
         summary=_summaries([end_user])[0],
         account_email=end_user.account.email if end_user.account else None,
@@ -217,4 +249,5 @@ def end_user_export(*, user_id: str) -> EndUserExport:
         conversations=conversations_with_messages(
             list(Conversation.objects.filter(end_user=end_user).order_by("started_at", "id"))
         ),
+        facts=facts, deleted_facts=deleted,
     )

@@ -37,6 +37,7 @@ from memoryhub.selectors.documents import memory_disabled_reason
 from memoryhub.services.augmentation import augmentation_schedule
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.events import conversation_deleted_event
+from memoryhub.services.facts import facts_sources_drop
 from memoryhub.services.passages import record_embedding_schedule
 from memoryhub.store.conversations import capture_state, messages_store
 from memoryhub.store.end_users import end_user_find
@@ -298,7 +299,8 @@ def conversation_summary_put(
         raise MemoryDisabled(f"Memory is disabled {reason}; the summary was not stored.")
     conversation.summary, _ = redacted(tenant_capture_policy(tenant), text)
     conversation.summary_updated_at = timezone.now()
-    conversation.save(update_fields=["summary", "summary_updated_at"])
+    conversation.summary_by = Actor.APP  # from now on augmentation keeps its summary out
+    conversation.save(update_fields=["summary", "summary_updated_at", "summary_by"])
     return conversation
 
 
@@ -318,10 +320,13 @@ def _locked_conversation(end_user: EndUser | None, conversation_id: str) -> Conv
 
 
 def conversations_remove(*, tenant: Tenant, user_id: str, ids: Iterable[UUID], actor: str) -> int:
-    """Delete these conversations (messages first, in one statement), one event each."""
+    """Delete these conversations (messages first, in one statement), one event each, and
+    what augmentation took only from them (``facts_sources_drop``)."""
     ids = list(ids)
     if not ids:
         return 0
+    facts_sources_drop(user_id=user_id, actor=actor, message_ids=list(
+        Message.objects.filter(conversation_id__in=ids).values_list("id", flat=True)))
     Message.objects.filter(conversation_id__in=ids).delete()
     Conversation.objects.filter(id__in=ids).delete()
     for conversation_id in ids:

@@ -23,6 +23,7 @@ when a contradicting fact is newer than it. Nothing is ever deleted by augmentat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -36,7 +37,7 @@ from memoryhub.augmentation.base import Candidate, candidate_key
 from memoryhub.credentials import credential_message, find_credential
 from memoryhub.errors import CredentialDetected, FactTooLarge, NotText, VersionMismatch
 from memoryhub.facts import MAX_FACT_BYTES, OPPOSITES, contradicts, normalized_text
-from memoryhub.models import Actor, EndUser, Fact, FactEvent, FactSourceKey, FactVersion
+from memoryhub.models import Actor, EndUser, Fact, FactEvent, FactSourceKey, FactVersion, Message
 from memoryhub.selectors.documents import memory_disabled_reason
 from memoryhub.services.documents import memory_disabled_error, text_check
 from memoryhub.services.events import fact_changed_event
@@ -288,3 +289,46 @@ def _learn_new(end_user: EndUser, candidate: Candidate, related: list[Fact],
             _changed(old, user_id=end_user.user_id, actor=Actor.AUGMENTATION,
                      change=FactEvent.INVALIDATED)
     return fact
+
+
+# --- a conversation deleted --------------------------------------------------------------------
+
+
+def facts_sources_drop(*, user_id: str, message_ids: Sequence[UUID | str], actor: str) -> tuple[int, int]:
+    """What augmentation took from these messages goes with them (spec: "DELETE also removes
+    what augmentation took only from it"): a fact whose every source message is among them is
+    deleted (``deleted``, its keys with it: the messages they named are gone); a fact with
+    other sources only loses these (``updated``; its ``conversation_id`` becomes the one of its
+    first remaining message). A fact with no source messages (the API's) is not touched.
+    Returns (deleted, updated)."""
+    gone = {str(message_id) for message_id in message_ids}
+    if not gone:
+        return 0, 0
+    touched = list(
+        Fact.objects.select_for_update(of=("self",))
+        .filter(end_user__user_id=user_id, source__message_ids__has_any_keys=sorted(gone))
+        .order_by("id")
+    )
+    deleted, updated = [], 0
+    for fact in touched:
+        kept = [m for m in fact.source.get("message_ids") or [] if m not in gone]
+        if not kept:
+            deleted.append(fact.id)
+            fact.version += 1
+            fact.updated_at = timezone.now()
+            _history(fact, FactEvent.DELETED, actor)
+            _changed(fact, user_id=user_id, actor=actor, change=FactEvent.DELETED)
+            continue
+        conversation_id = (Message.objects.filter(id=kept[0])
+                           .values_list("conversation_id", flat=True).first())
+        fact.source = _source(str(conversation_id) if conversation_id else None, kept)
+        fact.version += 1
+        fact.updated_by = actor
+        fact.save()
+        _history(fact, FactEvent.UPDATED, actor)
+        _changed(fact, user_id=user_id, actor=actor, change=FactEvent.UPDATED)
+        updated += 1
+    if deleted:
+        Fact.objects.filter(id__in=deleted).delete()
+        FactSourceKey.objects.filter(fact_id__in=deleted).delete()
+    return len(deleted), updated

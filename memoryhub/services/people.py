@@ -28,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.models import (
+    AugmentationFailure,
     Conversation,
     EndUser,
     EventType,
@@ -81,6 +82,7 @@ def end_user_forget(*, tenant: Tenant, user_id: str, actor: str) -> bool:
         FactVersion.objects.filter(end_user=end_user).delete()
         FactSourceKey.objects.filter(end_user=end_user).delete()
         MemoryEvent.objects.filter(user_id=user_id).delete()
+        AugmentationFailure.objects.filter(user_id=user_id).delete()
         end_user.delete()
         event_record(
             tenant_id=tenant.id, type=EventType.CHANGED, user_id=user_id, actor=actor,

@@ -218,3 +218,8 @@ class RoleForm(forms.Form):
 
 class PeopleSearchForm(forms.Form):
     q = forms.CharField(label="Search by user id", required=False, max_length=128)
+
+
+class FactEditForm(forms.Form):
+    content = forms.CharField(strip=True, widget=forms.Textarea(attrs={"rows": 2}))
+    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)

@@ -225,7 +225,7 @@ def test_export_of_an_unknown_person_is_empty(acme, globex) -> None:
     seed_person(acme)
     assert globex.client.get(f"{USERS}/alice/export").json() == {
         "user_id": "alice", **EMPTY, "account_email": None, "documents": [], "events": [],
-        "portal_links": [], "conversations": []}
+        "portal_links": [], "conversations": [], "facts": [], "deleted_facts": []}
 
 
 # --- portal links ------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from memoryhub.web.selectors import (
     PEOPLE_PAGE,
     api_keys_all,
     audit_entries,
+    augmentation_status,
     end_users_search,
     invitations_pending,
     members_all,
@@ -77,7 +78,8 @@ def _back(access: TenantAccess, name: str) -> HttpResponse:
 @require_GET
 def overview(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
     return _page(request, access, "overview.html", section="overview",
-                 overview=tenant_overview())
+                 overview=tenant_overview(),
+                 augmentation=augmentation_status(enabled=access.tenant.augmentation_enabled))
 
 
 @tenant_page()

@@ -23,7 +23,7 @@ from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memoryhub.errors import DocumentNotFound, MemoryRefusal, VersionMismatch
-from memoryhub.models import Actor, Conversation, MemoryDocument
+from memoryhub.models import Actor, Conversation, EndUser, Fact, MemoryDocument
 from memoryhub.selectors.conversations import (
     ConversationRun,
     conversation_find,
@@ -31,9 +31,12 @@ from memoryhub.selectors.conversations import (
     conversations_with_messages,
     end_user_conversations,
 )
+from memoryhub.selectors.documents import end_user_find
+from memoryhub.selectors.facts import fact_find
 from memoryhub.selectors.people import end_user_export
 from memoryhub.services.conversations import ConversationNotFound, conversation_delete
 from memoryhub.services.documents import document_put, document_remove
+from memoryhub.services.facts import fact_delete, fact_update
 from memoryhub.services.people import end_user_forget, end_user_memory_set, session_forget
 from memoryhub.services.writer import Writer
 from memoryhub.web.access import PersonAccess, person_page
@@ -43,6 +46,7 @@ from memoryhub.web.forms import (
     ConversationPlaceForm,
     DocumentDeleteForm,
     DocumentEditForm,
+    FactEditForm,
     ForgetForm,
     MemorySwitchForm,
     SessionDeleteForm,
@@ -50,7 +54,7 @@ from memoryhub.web.forms import (
 from memoryhub.web.http import HtmxHttpRequest
 from memoryhub.web.partials import is_partial_request, render_page
 from memoryhub.web.portal import portal_grant_end
-from memoryhub.web.selectors import end_user_document, end_user_memory
+from memoryhub.web.selectors import end_user_document, end_user_memory, person_facts
 
 TEMPLATE = "web/person.html"
 STALE_MESSAGE = (
@@ -103,6 +107,7 @@ def _context(access: PersonAccess, *, conversations_at: int | str | None = None,
         "end_user": end_user,
         "person_url": _person_url(access),
         "groups": end_user_memory(end_user=end_user),
+        "facts": SimpleLazyObject(partial(person_facts, end_user=end_user)),
         # Read only by renders that show the section (not by a document's partial).
         "conversation_list": SimpleLazyObject(partial(_conversation_list, access,
                                                       conversations_at)),
@@ -349,3 +354,57 @@ def export(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
     response = HttpResponse(body, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="memory-{stamp}.json"'
     return response
+
+
+# --- Facts -----------------------------------------------------------------------------------
+
+
+def _locked_fact(access: PersonAccess, fact_id: UUID) -> tuple[EndUser, Fact]:
+    """The person's write lock, then their fact; another person's or tenant's is the same 404."""
+    end_user = end_user_find(user_id=access.end_user.user_id, for_update=True)
+    fact = fact_find(end_user=end_user, fact_id=str(fact_id), for_update=True)
+    if end_user is None or fact is None:
+        raise Http404("No such fact")
+    return end_user, fact
+
+
+def _facts_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
+                   *, error: bool = False) -> HttpResponse:
+    (messages.error if error else messages.success)(request, notice)
+    return redirect(f"{_person_url(access)}#facts")
+
+
+@person_page
+@require_POST
+def fact_edit(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
+    end_user, fact = _locked_fact(access, fact_id)
+    form = FactEditForm(request.POST)
+    if not form.is_valid():
+        return _facts_changed(request, access, "Write the fact to save.", error=True)
+    try:
+        fact_update(end_user=end_user, fact=fact, actor=Actor.USER,
+                    expected_version=form.cleaned_data["version"],
+                    content=form.cleaned_data["content"])
+    except VersionMismatch:
+        return _facts_changed(request, access, "This fact changed after you opened it and was "
+                                               "not saved. Check it again.", error=True)
+    except MemoryRefusal as refusal:
+        return _facts_changed(request, access, refusal.message, error=True)
+    return _facts_changed(request, access, f"Saved: {fact.content}")
+
+
+@person_page
+@require_POST
+def fact_invalidate(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
+    end_user, fact = _locked_fact(access, fact_id)
+    if fact.invalid_at is None:
+        fact_update(end_user=end_user, fact=fact, actor=Actor.USER, invalid_at=timezone.now())
+    return _facts_changed(request, access, f"Marked as no longer true: {fact.content}")
+
+
+@person_page
+@require_POST
+def fact_delete_view(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
+    end_user, fact = _locked_fact(access, fact_id)
+    fact_delete(end_user=end_user, fact=fact, actor=Actor.USER)
+    return _facts_changed(request, access, f"Deleted: {fact.content}")
