@@ -6,15 +6,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run test install lint check browser bench bench-recall bench-mcp stop-db clean
+.PHONY: run test install lint check browser bench bench-recall bench-mcp bench-capture bench-facts bench-rules stop-db clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "MemoryHub needs Python >= 3.11; set PYTHON=python3.11")'
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e ./clients/python
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,6 +35,7 @@ lint: $(STAMP)
 .PHONY: typecheck
 typecheck: $(STAMP)
 	DATABASE_URL=postgresql://typecheck@localhost/typecheck SECRET_KEY=typecheck $(VENV)/bin/mypy
+	cd clients/python && ../../$(VENV)/bin/mypy
 
 check: $(STAMP)
 	DEBUG=1 $(PY) manage.py check
@@ -44,8 +46,11 @@ check: $(STAMP)
 browser: $(STAMP)
 	@bash .ci/browser $(PY)
 
+# The client library's tests are a pytest run of their own: they share the project's
+# database fixtures (tests/conftest.py), which one session must set up only once.
 test: $(STAMP) lint check browser
 	$(PY) -m pytest
+	$(PY) -m pytest clients/python/tests
 
 bench: $(STAMP)
 	$(PY) -m tests.benchmarks.bench_api $(BENCH_ARGS)
@@ -56,6 +61,16 @@ bench-recall: $(STAMP)
 # p50 of a memory view through /mcp against the REST call (BENCH_ARGS="--server both" adds uvicorn).
 bench-mcp: $(STAMP)
 	$(PY) -m tests.benchmarks.bench_mcp $(BENCH_ARGS)
+
+bench-capture: $(STAMP)
+	$(PY) -m tests.benchmarks.bench_capture $(BENCH_ARGS)
+
+# Capture to searchable fact through a real worker, retrieval quality against BM25.
+bench-facts: $(STAMP)
+	$(PY) -m tests.benchmarks.bench_facts $(BENCH_ARGS)
+
+bench-rules: $(STAMP)
+	$(PY) -m tests.benchmarks.bench_rules $(BENCH_ARGS)
 
 stop-db: $(STAMP)
 	$(PY) -c 'from pathlib import Path; import os; from memoryhub.infra.embedded_db import stop_cluster; stop_cluster(Path(os.environ.get("MEMORYHUB_DATA_DIR", "var")).resolve())'

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase
@@ -125,6 +125,12 @@ class TenantAPIView(APIView):
         # An API request's user is its key's principal, not a Django user (the stubs' type).
         request.user, request.auth = found.principal, found.key  # type: ignore[assignment]
         self.end_user, self.end_user_locked = found.end_user, locked
+
+    def raise_uncaught_exception(self, exc: Exception) -> NoReturn:
+        # DRF's DEBUG branch reads request.accepted_renderer, which is unset when the failure
+        # came before content negotiation (initial opens the tenant first): its AttributeError
+        # then hid the real exception. The API handler answers it with JSON either way.
+        raise exc
 
     def handle_exception(self, exc: Exception) -> Response:
         if self._tenant_stack is not None:

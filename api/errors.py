@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404
+from django.http import Http404, HttpResponseBase, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -51,6 +51,35 @@ def _message(detail: Any) -> str:
 
 
 TOO_LARGE_MESSAGE = "The request body is over 1 MiB. Send less at a time."
+NO_SUCH_ENDPOINT = "No such endpoint. See /api/docs/ for the API."
+INTERNAL_ERROR_MESSAGE = ("Something went wrong on our side; it has been logged. Try again "
+                          "later, and tell the service's operators if it persists.")
+
+# What the API says for the statuses Django gives the exceptions no view answered.
+_STATUS_ERRORS = {
+    400: ("invalid_request", "The request is malformed."),
+    403: ("permission_denied", "Permission denied."),
+    404: ("not_found", NO_SUCH_ENDPOINT),
+    413: ("request_too_large", TOO_LARGE_MESSAGE),
+}
+
+
+def error_page(status: int) -> JsonResponse:
+    """The error body for a status, where no view chose a code: 500 ``internal_error``."""
+    code, message = _STATUS_ERRORS.get(status, ("internal_error", INTERNAL_ERROR_MESSAGE))
+    return JsonResponse(error_body(code, message), status=status)
+
+
+def error_page_for(exc: Exception, django_page: HttpResponseBase) -> JsonResponse:
+    """The API's answer to an exception Django turned into ``django_page`` (HTML, or in DEBUG
+    its debug page, which lists every URL pattern). Django chose the status, logged and
+    signalled the exception; only the body changes."""
+    status = 413 if isinstance(exc, RequestDataTooBig) else django_page.status_code
+    page = error_page(status if status in _STATUS_ERRORS else 500)
+    # log_response marks what it logged; without the mark the handler would log it again.
+    logged = getattr(django_page, "_has_been_logged", False)
+    page._has_been_logged = logged  # type: ignore[attr-defined]
+    return page
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

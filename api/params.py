@@ -11,7 +11,9 @@ from collections.abc import Callable, Mapping
 
 from api.errors import ApiError
 from memoryhub.identifiers import (
+    USER_ID_RULE,
     InvalidIdentifier,
+    is_user_id,
     profile_checked,
     session_id_checked,
     user_id_checked,
@@ -47,3 +49,10 @@ def optional(query: Mapping[str, str], name: str, validator: Callable[[str], str
     """A query parameter that may be absent or empty."""
     value = query.get(name)
     return validator(value) if value else None  # absent or empty
+
+
+def valid_process(value: object) -> str:
+    """A ``process`` tag (a fact's, a capture's): the user_id character set."""
+    if not is_user_id(value):
+        raise ApiError(400, "invalid_process", f"process must be {USER_ID_RULE}.")
+    return value

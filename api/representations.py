@@ -30,6 +30,10 @@ from memoryhub.models import (
     Actor,
     Conversation,
     EventType,
+    Fact,
+    FactEvent,
+    FactType,
+    FactVersion,
     MemoryDocument,
     MemoryEvent,
     Message,
@@ -39,7 +43,7 @@ from memoryhub.models import (
     Scope,
     WebhookEndpoint,
 )
-from memoryhub.selectors.conversations import History
+from memoryhub.selectors.conversations import ConversationRun, History
 from memoryhub.selectors.people import EndUserExport, EndUserSummary
 from memoryhub.selectors.recall import Recall
 from memoryhub.selectors.turn_context import TurnContext
@@ -143,6 +147,8 @@ class EndUserSerializer(serializers.Serializer):
     bytes = serializers.IntegerField(help_text="total UTF-8 bytes of all documents")
     sessions = serializers.IntegerField(help_text="sessions with at least one document")
     profiles = serializers.IntegerField(help_text="profiles with at least one document")
+    conversations = serializers.IntegerField(help_text="conversations captured")
+    messages = serializers.IntegerField(help_text="messages in those conversations")
 
 
 class EndUserPageSerializer(serializers.Serializer):
@@ -160,6 +166,8 @@ def end_user_representation(summary: EndUserSummary) -> dict[str, Any]:
         "bytes": summary.bytes,
         "sessions": summary.sessions,
         "profiles": summary.profiles,
+        "conversations": summary.conversations,
+        "messages": summary.messages,
     }
 
 
@@ -214,41 +222,6 @@ def event_page_representation(events: Sequence[MemoryEvent]) -> dict[str, Any]:
     }
 
 
-# --- Export --------------------------------------------------------------------------------
-
-
-class PortalLinkRecordSerializer(serializers.Serializer):
-    created_at = serializers.DateTimeField()
-    expires_at = serializers.DateTimeField()
-    used_at = serializers.DateTimeField(allow_null=True)
-
-
-class ExportSerializer(EndUserSerializer):
-    # In place of their counts (a field, not the base class's attribute type the stubs see).
-    documents = DocumentSerializer(many=True)  # type: ignore[assignment]
-    account_email = serializers.CharField(allow_null=True, help_text="linked web account")
-    events = EventSerializer(many=True)
-    portal_links = PortalLinkRecordSerializer(many=True)
-
-
-def portal_link_record_representation(link: PortalLink) -> dict[str, Any]:
-    """``PortalLinkRecordSerializer``: dates only, tokens are never stored."""
-    return {"created_at": link.created_at, "expires_at": link.expires_at, "used_at": link.used_at}
-
-
-def export_representation(export: EndUserExport) -> dict[str, Any]:
-    """``ExportSerializer``: everything stored for the person, for the API's export and the
-    web page's download: the fields of ``EndUserSerializer``, with the documents themselves
-    in place of their counts."""
-    return {
-        **end_user_representation(export.summary),
-        "account_email": export.account_email,
-        "documents": [document_representation(d) for d in export.documents],
-        "events": [event_representation(e) for e in export.events],
-        "portal_links": [portal_link_record_representation(link) for link in export.portal_links],
-    }
-
-
 # --- Tenant administration -------------------------------------------------------------------
 
 
@@ -280,9 +253,19 @@ def tenant_representation(tenant: Tenant) -> dict[str, Any]:
         "slug": tenant.slug,
         "name": tenant.name,
         "memory_enabled": tenant.memory_enabled,
-        "limits": {name: getattr(tenant, name) for name in DEFAULT_LIMITS},
-        "retention": {"session_days": tenant.session_days},
+        "limits": {**{name: getattr(tenant, name) for name in DEFAULT_LIMITS},
+                   "max_message_bytes": tenant.max_message_bytes,
+                   "max_history_tokens": tenant.max_history_tokens},
+        "retention": {"session_days": tenant.session_days,
+                      "conversation_days": tenant.conversation_days},
         "recall_threshold": tenant.recall_threshold,
+        "capture": {"excluded_roles": tenant.capture_excluded_roles,
+                    "drop_empty": tenant.capture_drop_empty,
+                    "redact": tenant.capture_redact},
+        "conversation_timeout_minutes": tenant.conversation_timeout_minutes,
+        "max_message_bytes": tenant.max_message_bytes,
+        "max_history_tokens": tenant.max_history_tokens,
+        "augmentation_enabled": tenant.augmentation_enabled,
     }
 
 
@@ -345,14 +328,34 @@ def webhook_list_representation(endpoints: Iterable[WebhookEndpoint]) -> dict[st
 # --- Recall --------------------------------------------------------------------------------
 
 
+class FactSourceSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField(allow_null=True)
+    message_ids = serializers.ListField(child=serializers.CharField())
+
+
+def fact_source_representation(source: dict[str, Any]) -> dict[str, Any]:
+    """``FactSourceSerializer``: a fact's source, whatever the stored JSON lacks as empty."""
+    return {"conversation_id": source.get("conversation_id"),
+            "message_ids": list(source.get("message_ids") or [])}
+
+
 class RecallResultSerializer(serializers.Serializer):
-    path = serializers.CharField()
-    scope = serializers.ChoiceField(choices=("session", "profile", "global"))
-    snippet = serializers.CharField(help_text="the matching passage of the document")
+    kind = serializers.ChoiceField(choices=("document", "fact", "message"))
+    id = serializers.CharField(allow_null=True, help_text="a fact's or a message's; null for a document")
+    conversation_id = serializers.CharField(
+        allow_null=True, help_text="a message's conversation, a fact's source conversation")
+    session_id = serializers.CharField(allow_null=True,
+                                       help_text="that conversation's session; null for a document")
+    path = serializers.CharField(allow_null=True, help_text="a document's; null otherwise")
+    scope = serializers.ChoiceField(choices=("session", "profile", "global"), allow_null=True)
+    snippet = serializers.CharField(
+        help_text="the matching passage of a document, a fact's or a message's content")
     score = serializers.FloatField(help_text="similarity x confidence x recency, with lexical")
     similarity = serializers.FloatField(help_text="cosine similarity (lexical before embedding)")
     confidence = serializers.FloatField()
-    updated_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField(help_text="a message's created_at")
+    source = FactSourceSerializer(  # type: ignore[assignment]  # a field, not Field.source
+        allow_null=True, help_text="a fact's source; null for documents and messages")
 
 
 class RecallOutputSerializer(serializers.Serializer):
@@ -364,10 +367,15 @@ class RecallOutputSerializer(serializers.Serializer):
 
 def recall_result_representation(hit: RecallHit) -> dict[str, Any]:
     """``RecallResultSerializer``: scores to four places, enough to rank by and to read."""
+    document = hit.kind == "document"
     return {
-        "path": hit.path, "scope": hit.scope, "snippet": hit.snippet,
+        "kind": hit.kind, "id": hit.record_id, "conversation_id": hit.conversation_id,
+        "session_id": hit.session_id,
+        "path": hit.path if document else None, "scope": hit.scope if document else None,
+        "snippet": hit.snippet,
         "score": round(hit.score, 4), "similarity": round(hit.similarity, 4),
         "confidence": hit.confidence, "updated_at": hit.updated_at,
+        "source": fact_source_representation(hit.source or {}) if hit.kind == "fact" else None,
     }
 
 
@@ -591,3 +599,129 @@ def api_key_representation(key: ApiKey, *, plaintext: str | None = None) -> dict
 def api_key_list_representation(keys: Iterable[ApiKey]) -> dict[str, Any]:
     """``ApiKeyListSerializer``."""
     return {"keys": [api_key_representation(key) for key in keys]}
+
+
+# --- Facts -----------------------------------------------------------------------------------
+
+
+class FactSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    type = serializers.ChoiceField(choices=FactType.values)
+    content = serializers.CharField()
+    subject = serializers.CharField(allow_null=True)
+    predicate = serializers.CharField(allow_null=True)
+    object = serializers.CharField(allow_null=True)
+    process = serializers.CharField(allow_null=True)
+    confidence = serializers.FloatField()
+    valid_at = serializers.DateTimeField()
+    invalid_at = serializers.DateTimeField(allow_null=True, help_text="set: no longer true")
+    source = FactSourceSerializer()  # type: ignore[assignment]  # a field, not Field.source
+    version = serializers.IntegerField(help_text="1 on create, +1 on every change; the ETag")
+    updated_by = serializers.ChoiceField(choices=Actor.values)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class FactPageSerializer(serializers.Serializer):
+    facts = FactSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+def fact_representation(fact: Fact) -> dict[str, Any]:
+    """``FactSerializer``: empty subject, predicate, object and process are null."""
+    source = fact.source or {}
+    return {
+        "id": fact.id, "type": fact.type, "content": fact.content,
+        "subject": fact.subject or None, "predicate": fact.predicate or None,
+        "object": fact.object or None, "process": fact.process or None,
+        "confidence": fact.confidence, "valid_at": fact.valid_at, "invalid_at": fact.invalid_at,
+        "source": fact_source_representation(source),
+        "version": fact.version, "updated_by": fact.updated_by,
+        "created_at": fact.created_at, "updated_at": fact.updated_at,
+    }
+
+
+def fact_page_representation(rows: Sequence[Fact], page: Page) -> dict[str, Any]:
+    return keyset_page(rows, page, items="facts", represent=fact_representation,
+                       key=lambda f: (str(f.id),))
+
+
+class FactVersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    event = serializers.ChoiceField(choices=FactEvent.values)
+    content = serializers.CharField()
+    actor = serializers.ChoiceField(choices=Actor.values)
+    at = serializers.DateTimeField()
+
+
+class FactHistorySerializer(serializers.Serializer):
+    history = FactVersionSerializer(many=True, help_text="oldest first")
+
+
+def fact_history_representation(rows: Sequence[FactVersion]) -> dict[str, Any]:
+    """``FactHistorySerializer``."""
+    return {"history": [{"version": r.version, "event": r.event, "content": r.content,
+                         "actor": r.actor, "at": r.at} for r in rows]}
+
+
+# --- Export (last: it holds the shapes above) ----------------------------------------------
+
+
+class PortalLinkRecordSerializer(serializers.Serializer):
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    used_at = serializers.DateTimeField(allow_null=True)
+
+
+class ConversationExportSerializer(ConversationSerializer):
+    messages = MessageSerializer(many=True, help_text="every message, in order (seq)")
+
+
+class FactExportSerializer(FactSerializer):
+    history = FactVersionSerializer(many=True, help_text="oldest first")
+
+
+class DeletedFactExportSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    history = FactVersionSerializer(many=True, help_text="oldest first, ending with deleted")
+
+
+class ExportSerializer(EndUserSerializer):
+    # In place of their counts (a field, not the base class's attribute type the stubs see).
+    documents = DocumentSerializer(many=True)  # type: ignore[assignment]
+    account_email = serializers.CharField(allow_null=True, help_text="linked web account")
+    events = EventSerializer(many=True)
+    portal_links = PortalLinkRecordSerializer(many=True)
+    conversations = ConversationExportSerializer(many=True)  # type: ignore[assignment]
+    facts = FactExportSerializer(many=True, help_text="valid and invalid, oldest first")
+    deleted_facts = DeletedFactExportSerializer(
+        many=True, help_text="the history still stored of facts deleted since")
+
+
+def portal_link_record_representation(link: PortalLink) -> dict[str, Any]:
+    """``PortalLinkRecordSerializer``: dates only, tokens are never stored."""
+    return {"created_at": link.created_at, "expires_at": link.expires_at, "used_at": link.used_at}
+
+
+def conversation_export_representation(run: ConversationRun) -> dict[str, Any]:
+    """``ConversationExportSerializer``: the conversation as the API shows it, with its messages."""
+    return {**conversation_representation(run.conversation),
+            "messages": [message_representation(m) for m in run.messages]}
+
+
+def export_representation(export: EndUserExport) -> dict[str, Any]:
+    """``ExportSerializer``: everything stored for the person, for the API's export and the
+    web page's download: the fields of ``EndUserSerializer``, with the documents and the
+    conversations themselves in place of their counts."""
+    return {
+        **end_user_representation(export.summary),
+        "account_email": export.account_email,
+        "documents": [document_representation(d) for d in export.documents],
+        "events": [event_representation(e) for e in export.events],
+        "portal_links": [portal_link_record_representation(link) for link in export.portal_links],
+        "conversations": [conversation_export_representation(r) for r in export.conversations],
+        "facts": [{**fact_representation(r.fact), **fact_history_representation(r.history)}
+                  for r in export.facts if r.fact is not None],
+        "deleted_facts": [{"id": r.fact_id, **fact_history_representation(r.history)}
+                          for r in export.deleted_facts],
+    }

@@ -15,24 +15,33 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_field
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
-from rest_framework.utils import json as drf_json
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.errors import ApiError
+from memoryhub.capture_policy import MAX_PATTERN_CHARS, MAX_PATTERNS, ROLES
+from memoryhub.errors import echo
+from memoryhub.facts import FACT_TYPES
 from memoryhub.memory_tool.commands import COMMANDS
 from memoryhub.models import Scope
+from memoryhub.numbers import parse_natural
+from memoryhub.selectors.recall import DEFAULT_SOURCES as DEFAULT_RECALL_SOURCES
+from memoryhub.selectors.recall import SOURCES as RECALL_SOURCES
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
+from tenants.services import (
+    MAX_COLUMN_INTEGER,
+    MAX_CONVERSATION_DAYS,
+    MAX_CONVERSATION_TIMEOUT_MINUTES,
+    MAX_MESSAGE_BYTES,
+    tenant_setting_problem,
+)
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -74,27 +83,6 @@ def with_errors(ok: dict[int, Any], **extra: str) -> dict[int, Any]:
 # --- Bodies ------------------------------------------------------------------------------
 
 
-class TextRuleJSONParser(JSONParser):
-    """JSON whose strings may hold bytes that are not UTF-8, for the bodies that carry content.
-
-    The contract refuses invalid UTF-8 *as a content rule* (documents: 422 ``not_text``; the
-    memory tool: a tool error), not as a malformed body. So undecodable bytes become lone
-    surrogates (``surrogateescape``) and reach the services, whose text check refuses them
-    with the contract's code; a path holding them is refused as ``invalid_path``.
-    """
-
-    def parse(self, stream: IO[bytes], media_type: str | None = None,
-              parser_context: Mapping[str, Any] | None = None) -> Any:
-        encoding = (parser_context or {}).get("encoding") or "utf-8"
-        try:
-            text = codecs.getreader(encoding)(stream, "surrogateescape").read()
-            return drf_json.loads(
-                text, parse_constant=drf_json.strict_constant if self.strict else None
-            )
-        except ValueError as exc:
-            raise ParseError(f"JSON parse error - {exc}") from exc
-
-
 def body_is_empty(request: Any) -> bool:
     """True when the request had no body at all (DRF then gives ``request.data == {}``)."""
     return request.stream is None
@@ -127,9 +115,10 @@ def parse_limit(query: Mapping[str, str], default: int = DEFAULT_PAGE_SIZE,
     raw = query.get("limit")
     if not raw:  # absent or empty
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+    limit = parse_natural(raw)
+    if limit is None or not 1 <= limit <= maximum:
         raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to {maximum}.")
-    return int(raw)
+    return limit
 
 
 def encode_cursor(key: tuple[Any, ...]) -> str:
@@ -201,6 +190,17 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only, within bounds: DRF's IntegerField also takes strings, which int()
+    reads in any script's digits (``"١٠٠"`` is 100), and an unbounded number failed the
+    database's column check as an HTTP 500."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise serializers.ValidationError("Must be a whole number.")
+        return super().to_internal_value(data)
+
+
 class StrictFloatField(serializers.FloatField):
     def to_internal_value(self, data: Any) -> float:
         if isinstance(data, bool) or not isinstance(data, int | float):
@@ -237,7 +237,7 @@ def reject_unknown_fields(serializer: serializers.Serializer) -> None:
         return
     unknown = set(serializer.initial_data) - set(serializer.fields)
     if unknown:
-        raise serializers.ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}.")
+        raise serializers.ValidationError(f"Unknown fields: {echo(', '.join(sorted(unknown)))}.")
 
 
 # --- End users -----------------------------------------------------------------------------
@@ -271,20 +271,102 @@ class ClosedSerializer(serializers.Serializer):
             unknown = set(data) - set(self.fields)
             if unknown:
                 raise serializers.ValidationError(
-                    f"Unknown fields: {', '.join(sorted(map(str, unknown)))}.")
+                    f"Unknown fields: {echo(', '.join(sorted(map(str, unknown))))}.")
         return super().to_internal_value(data)
 
 
+def checked_by_service(field: str) -> Callable[[Any, Any], Any]:
+    """A ``validate_<name>`` that applies the tenant setting's own rule, the one the settings
+    page and tenants.services.tenant_settings_update apply (tenant_setting_problem)."""
+    def validate(self: serializers.Serializer, value: Any) -> Any:
+        problem = tenant_setting_problem(field, value)
+        if problem is not None:
+            raise serializers.ValidationError(problem)
+        return value
+    return validate
+
+
+# max_message_bytes and max_history_tokens are spelt twice (the spec lists them beside
+# the limits and apart from them): top level and inside "limits", one setting either way.
+_TWICE = " Also spelt {other}: both spellings read and write the one setting."
+MESSAGE_BYTES_HELP = (
+    f"bytes of one captured message's content, 1-{MAX_MESSAGE_BYTES} (a body is at most "
+    "1 MiB); over it, capture is 422 message_too_large. null switches the check off. Default "
+    "65536." + _TWICE
+)
+HISTORY_TOKENS_HELP = (
+    "the history text's budget (4 characters a token): older conversations that do not fit "
+    "are left out. null switches it off. Default 2000." + _TWICE
+)
+
+
+def _max_message_bytes(other: str) -> StrictIntegerField:
+    return StrictIntegerField(min_value=1, max_value=MAX_MESSAGE_BYTES, allow_null=True,
+                              required=False, help_text=MESSAGE_BYTES_HELP.format(other=other))
+
+
+def _max_history_tokens(other: str) -> StrictIntegerField:
+    return StrictIntegerField(min_value=1, max_value=MAX_COLUMN_INTEGER, allow_null=True,
+                              required=False, help_text=HISTORY_TOKENS_HELP.format(other=other))
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string", "enum": list(ROLES)}})
+class RoleListField(serializers.ListField):
+    """Roles, refused by the settings' own rule (excluded_roles_problem names the role)."""
+
+    child = StrictStringField()
+
+
+def _limit_field() -> StrictIntegerField:
+    # The columns are PostgreSQL integers (the dashboard's form has the same bound).
+    return StrictIntegerField(min_value=1, max_value=MAX_COLUMN_INTEGER, allow_null=True,
+                              required=False)
+
+
 class LimitsSerializer(ClosedSerializer):
-    max_document_bytes = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_index_entries = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_index_tokens = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_scope_bytes = serializers.IntegerField(min_value=1, allow_null=True, required=False)
-    max_writes_per_turn = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    max_document_bytes = _limit_field()
+    max_index_entries = _limit_field()
+    max_index_tokens = _limit_field()
+    max_scope_bytes = _limit_field()
+    max_writes_per_turn = _limit_field()
+    max_message_bytes = _max_message_bytes("the top-level max_message_bytes")
+    max_history_tokens = _max_history_tokens("the top-level max_history_tokens")
 
 
 class RetentionSerializer(ClosedSerializer):
-    session_days = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    # 100 years, as on the dashboard: retention subtracts this many days from today, and a
+    # few million days go past year 1 (OverflowError in the hourly purge).
+    session_days = StrictIntegerField(min_value=1, max_value=36500, allow_null=True,
+                                      required=False)
+    conversation_days = StrictIntegerField(
+        min_value=1, max_value=MAX_CONVERSATION_DAYS, allow_null=True, required=False,
+        help_text="conversations whose last message is older are deleted (hourly, with "
+                  "events); null keeps them. Default null.",
+    )
+
+
+class CaptureSerializer(ClosedSerializer):
+    """The capture policy, applied in this order: excluded roles, empty messages, redaction.
+    A PATCH changes only the keys it sends."""
+
+    excluded_roles = RoleListField(
+        required=False,
+        help_text=f"messages of these roles ({', '.join(ROLES)}) are not stored. "
+                  'Default ["system"].',
+    )
+    drop_empty = StrictBooleanField(
+        required=False, help_text="drop messages with only whitespace. Default true.")
+    redact = serializers.ListField(
+        child=StrictStringField(), max_length=MAX_PATTERNS, required=False,
+        error_messages={"max_length": f"at most {MAX_PATTERNS} redact patterns."},
+        help_text=f"up to {MAX_PATTERNS} regular expressions (RE2: no backreferences or "
+                  f"lookarounds), each at most {MAX_PATTERN_CHARS} characters, with no nested "
+                  "quantifier such as (a+)+ and not matching the empty string; their matches "
+                  "are stored as [redacted]. Default [].",
+    )
+
+    validate_excluded_roles = checked_by_service("capture_excluded_roles")
+    validate_redact = checked_by_service("capture_redact")
 
 
 # The PATCH /api/v1/tenant body (every field optional) and the declaration of what GET and
@@ -297,11 +379,27 @@ class TenantSerializer(serializers.Serializer):
     limits = LimitsSerializer(required=False)
     retention = RetentionSerializer(required=False)
     recall_threshold = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
+    capture = CaptureSerializer(required=False)
+    conversation_timeout_minutes = StrictIntegerField(
+        min_value=1, max_value=MAX_CONVERSATION_TIMEOUT_MINUTES, required=False,
+        help_text="a message this long after the session's last one starts a new "
+                  "conversation. Default 30.",
+    )
+    max_message_bytes = _max_message_bytes("limits.max_message_bytes")
+    max_history_tokens = _max_history_tokens("limits.max_history_tokens")
+    augmentation_enabled = StrictBooleanField(
+        required=False, help_text="extract facts and summaries after capture. Default true.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = set(self.initial_data) - set(self.fields)
         if unknown:
-            raise serializers.ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}.")
+            raise serializers.ValidationError(
+                f"Unknown fields: {echo(', '.join(sorted(unknown)))}.")
+        for name in ("max_message_bytes", "max_history_tokens"):  # spelt twice: must agree
+            limits = attrs.get("limits", {})
+            if name in attrs and name in limits and attrs[name] != limits[name]:
+                raise serializers.ValidationError(
+                    {name: f"{name} and limits.{name} are one setting; they differ here."})
         return attrs
 
 
@@ -311,7 +409,10 @@ class TenantSerializer(serializers.Serializer):
 class WebhookInputSerializer(serializers.Serializer):
     url = serializers.URLField(max_length=2000)
     event_types = serializers.ListField(
-        child=serializers.ChoiceField(choices=EVENT_TYPES), allow_empty=False,
+        # DRF's message quotes the value whole; this one names what is allowed instead.
+        child=serializers.ChoiceField(choices=EVENT_TYPES, error_messages={
+            "invalid_choice": f"must be one of {', '.join(EVENT_TYPES)}."}),
+        allow_empty=False,
         default=list(EVENT_TYPES),
     )
     secret = StrictStringField(
@@ -332,7 +433,7 @@ MAX_QUERY_CHARS = 10_000
 
 class RecallInputSerializer(serializers.Serializer):
     query = StrictStringField(allow_blank=False, max_length=MAX_QUERY_CHARS)
-    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    limit = StrictIntegerField(min_value=1, max_value=50, default=10)
     threshold = StrictFloatField(
         min_value=0.0, max_value=1.0, required=False, allow_null=True,
         help_text="drop results scoring below this; default: the tenant's recall_threshold",
@@ -340,6 +441,13 @@ class RecallInputSerializer(serializers.Serializer):
     relaxed = StrictBooleanField(default=False, help_text="keep results under the threshold")
     session_id = StrictStringField(required=False, allow_null=True)
     profile = StrictStringField(required=False, allow_null=True)
+    sources = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(RECALL_SOURCES)), min_length=1, max_length=3,
+        default=list(DEFAULT_RECALL_SOURCES),
+        help_text="what to search: documents, facts, messages (default documents and facts)",
+    )
+    include_invalid = StrictBooleanField(default=False,
+                                         help_text="also facts that are no longer true")
 
     def validate_query(self, value: str) -> str:
         if not value.strip():
@@ -441,6 +549,38 @@ class ApiKeyInputSerializer(serializers.Serializer):
         required=False, allow_null=True,
         help_text="bind the key to this end user: it reaches no one else (memory only)",
     )
+
+
+# --- Facts -----------------------------------------------------------------------------------
+
+
+class FactSourceInput(ClosedSerializer):
+    conversation_id = StrictStringField(required=False, allow_null=True, max_length=64)
+    message_ids = serializers.ListField(child=StrictStringField(max_length=64), required=False,
+                                        max_length=100)
+
+
+class FactCreateSerializer(serializers.Serializer):
+    content = StrictStringField(raw_text=True, help_text="at most 2,000 bytes of text")
+    type = serializers.ChoiceField(choices=list(FACT_TYPES), default="fact")
+    subject = StrictStringField(required=False, allow_null=True, max_length=200)
+    predicate = StrictStringField(required=False, allow_null=True, max_length=200)
+    object = StrictStringField(required=False, allow_null=True, max_length=500)
+    process = StrictStringField(required=False, allow_null=True, max_length=128)
+    confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0, default=1.0)
+    valid_at = serializers.DateTimeField(required=False, help_text="default: now")
+    source = FactSourceInput(required=False)  # type: ignore[assignment]  # a field, not Field.source
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        reject_unknown_fields(self)
+        return attrs
+
+
+class FactPatchSerializer(serializers.Serializer):
+    content = StrictStringField(raw_text=True, required=False)
+    confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
+    invalid_at = serializers.DateTimeField(required=False, allow_null=True,
+                                           help_text="a time: no longer true since then; null: true again")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         reject_unknown_fields(self)

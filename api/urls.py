@@ -15,6 +15,7 @@ from api.views.documents import (
     SessionDocumentView,
 )
 from api.views.events import EventListView
+from api.views.facts import FactHistoryView, FactListView, FactView
 from api.views.keys import ApiKeyListView, ApiKeyView
 from api.views.memory import MemoryIndexView, MemorySnapshotView, MemoryToolView
 from api.views.profiles import ProfileListView, ProfileView
@@ -37,12 +38,13 @@ urlpatterns = [
     path("users/<str:user_id>/memory", MemoryToolView.as_view(), name="memory-tool"),
     path("users/<str:user_id>/memory/index", MemoryIndexView.as_view(), name="memory-index"),
     # The document path is the rest of the URL (slashes included; may be empty, which the
-    # view refuses as invalid_path with the API's error body rather than a bare 404).
-    re_path(r"^users/(?P<user_id>[^/]+)/documents/global/(?P<path>.*)$",
+    # view refuses as invalid_path with the API's error body rather than a bare 404). (?s):
+    # a newline (%0A) matches too, so such a path is refused as invalid_path like any other.
+    re_path(r"^users/(?P<user_id>[^/]+)/documents/global/(?P<path>(?s:.*))$",
             GlobalDocumentView.as_view(), name="document-global"),
-    re_path(r"^users/(?P<user_id>[^/]+)/documents/profile/(?P<profile>[^/]+)/(?P<path>.*)$",
+    re_path(r"^users/(?P<user_id>[^/]+)/documents/profile/(?P<profile>[^/]+)/(?P<path>(?s:.*))$",
             ProfileDocumentView.as_view(), name="document-profile"),
-    re_path(r"^users/(?P<user_id>[^/]+)/documents/session/(?P<session_id>[^/]+)/(?P<path>.*)$",
+    re_path(r"^users/(?P<user_id>[^/]+)/documents/session/(?P<session_id>[^/]+)/(?P<path>(?s:.*))$",
             SessionDocumentView.as_view(), name="document-session"),
     path("tenant", TenantView.as_view(), name="tenant"),
     path("profiles", ProfileListView.as_view(), name="profiles"),
@@ -68,8 +70,12 @@ urlpatterns = [
          ConversationSummaryView.as_view(), name="conversation-summary"),
     path("users/<str:user_id>/history", HistoryView.as_view(), name="history"),
     path("users/<str:user_id>/context", TurnContextView.as_view(), name="turn-context"),
+    path("users/<str:user_id>/facts", FactListView.as_view(), name="facts"),
+    path("users/<str:user_id>/facts/<str:fact_id>", FactView.as_view(), name="fact"),
+    path("users/<str:user_id>/facts/<str:fact_id>/history", FactHistoryView.as_view(),
+         name="fact-history"),
     path("webhooks", WebhookListView.as_view(), name="webhooks"),
-    path("webhooks/<int:webhook_id>", WebhookView.as_view(), name="webhook"),
+    path("webhooks/<id:webhook_id>", WebhookView.as_view(), name="webhook"),
     path("keys", ApiKeyListView.as_view(), name="keys"),
-    path("keys/<int:key_id>", ApiKeyView.as_view(), name="key"),
+    path("keys/<id:key_id>", ApiKeyView.as_view(), name="key"),
 ]

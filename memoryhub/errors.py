@@ -7,6 +7,19 @@ of this service's own start with ``Error: `` and say what to do next.
 
 from __future__ import annotations
 
+# An error text quotes what the caller sent (a path, an identifier, old_str, a field name) up
+# to this many characters: more than the longest identifier (128) and the longest path the
+# service accepts as written (``/memories``, 255 bytes and a trailing slash: 265), so a text
+# about an accepted value is never cut and the memory tool's texts stay the reference's. A
+# 100 KB turn_id no longer comes back whole in its error.
+ECHO_LIMIT = 300
+
+
+def echo(text: str) -> str:
+    """``text`` as an error message may quote it: whole up to ``ECHO_LIMIT`` characters, else
+    its beginning and ``…``. Every message that quotes the caller's input goes through here."""
+    return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + "…"
+
 
 class MemoryRefusal(Exception):
     """A memory operation refused: the base of every error below (not Python's MemoryError)."""
@@ -66,5 +79,14 @@ class VersionMismatch(MemoryRefusal):
 
 
 class DocumentNotFound(MemoryRefusal):
+    code = "not_found"
+    http_status = 404
+
+
+class FactTooLarge(MemoryRefusal):
+    code = "fact_too_large"
+
+
+class FactNotFound(MemoryRefusal):
     code = "not_found"
     http_status = 404

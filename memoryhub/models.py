@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchVectorField
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import HalfVectorField
 
@@ -21,6 +21,10 @@ from tenants.managers import TenantOwned
 from tenants.rls import TenantRowLevelSecurity
 
 EMBEDDING_DIMENSION = 384  # fixed per deployment; a change needs a migration and `reembed`
+# The full-text vector of facts and messages, like Passage.search ('simple': any language).
+RECALL_SEARCH = SearchVector("content", config="simple")
+# Recall's columns of facts and messages, which reads that only show rows leave out (defer).
+RECALL_COLUMNS = ("search", "embedding")
 
 
 class Scope(models.TextChoices):
@@ -33,6 +37,7 @@ class Actor(models.TextChoices):
     ASSISTANT = "assistant"  # the memory tool
     USER = "user"  # the person, on the web pages
     APP = "app"  # the tenant's application, through the documents API
+    AUGMENTATION = "augmentation"  # facts learnt from conversations by the worker
 
 
 class EndUser(TenantOwned):
@@ -186,6 +191,12 @@ class Conversation(TenantOwned):
     message_count = models.PositiveIntegerField(default=0)
     summary = models.TextField(blank=True, default="")
     summary_updated_at = models.DateTimeField(null=True, blank=True)
+    # Who wrote the summary: empty (nobody yet), "augmentation" (the extractor's rolling
+    # summary, which each run may replace) or "app" (the API's PUT, which augmentation never
+    # overwrites: an app's summary wins).
+    summary_by = models.CharField(max_length=16, blank=True, default="")
+    # Augmentation's durable cursor: the messages up to this seq have been learnt from.
+    augmented_seq = models.PositiveIntegerField(default=0)
 
     class Meta(TenantOwned.Meta):
         constraints = [TenantRowLevelSecurity(name="conversation_rls")]
@@ -209,10 +220,11 @@ class Message(TenantOwned):
     from 1 without gaps; ``client_id`` is the caller's own id, unique in the session, which
     makes a retried capture harmless.
 
-    Messages outnumber everything else, so the table carries four indexes only: the primary
-    key (a UUID v7, so appended in order) and three beginning with ``tenant_id``: the
+    Messages outnumber everything else, so the table carries four full indexes only: the
+    primary key (a UUID v7, so appended in order) and three beginning with ``tenant_id``: the
     conversation's order (which also serves deletes by conversation), the session's order
-    (and the person's rows), and the retry key.
+    (and the person's rows, which recall over messages reads), and the retry key; plus a
+    partial one of the messages still waiting for their vector.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
@@ -228,6 +240,12 @@ class Message(TenantOwned):
     metadata = models.JSONField(default=dict)
     created_at = models.DateTimeField()  # the caller's time of the message, else capture's
     captured_at = models.DateTimeField()
+    # Recall over messages (memoryhub/store/recall.py): the full-text vector is computed by
+    # PostgreSQL on insert, the vector by the embedding worker after the capture commits.
+    search = models.GeneratedField(expression=RECALL_SEARCH, output_field=SearchVectorField(),
+                                   db_persist=True)
+    embedding = HalfVectorField(dimensions=EMBEDDING_DIMENSION, null=True)
+    embedding_provider = models.CharField(max_length=PROVIDER_KEY_MAX, blank=True, default="")
 
     class Meta(TenantOwned.Meta):
         constraints = [
@@ -244,12 +262,16 @@ class Message(TenantOwned):
             # everything of one person (forget-everything, export).
             models.Index(fields=["tenant", "end_user", "session_id", "conversation", "seq"],
                          name="message_session_order"),
+            # The embedding sweep's work list: only messages still waiting (a small index).
+            models.Index(fields=["tenant", "conversation"],
+                         condition=models.Q(embedding__isnull=True), name="message_unembedded"),
         ]
 
 
 class EventType(models.TextChoices):
     CHANGED = "memory.changed"
     PRESSURE = "memory.pressure"
+    FACT_CHANGED = "fact.changed"
 
 
 class MemoryEvent(TenantOwned):
@@ -383,3 +405,148 @@ class WebhookDelivery(TenantOwned):
                 condition=models.Q(status="pending"), name="delivery_due",
             ),
         ]
+
+
+class FactType(models.TextChoices):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    PROFILE = "profile"
+    TRIPLE = "triple"
+    PROCESS_ATTRIBUTE = "process_attribute"
+
+
+class FactEvent(models.TextChoices):
+    CREATED = "created"
+    UPDATED = "updated"
+    MERGED = "merged"
+    INVALIDATED = "invalidated"
+    DELETED = "deleted"
+
+
+class Fact(TenantOwned):
+    """A short statement about the end user, kept for recall (spec: Facts).
+
+    ``id`` is a UUID v7, so ordering by id is newest first by creation. ``normalized`` is
+    the content's comparison form (``memoryhub.facts.normalized_text``): a valid fact with the
+    same one is a duplicate. ``subject``/``predicate``/``object`` are empty when the fact is
+    not structured. An invalid fact (``invalid_at`` set) is kept, never deleted by
+    augmentation: contradictions invalidate.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="facts",
+                                 db_index=False)
+    type = models.CharField(max_length=32, choices=FactType.choices)
+    content = models.TextField()
+    normalized = models.TextField()
+    subject = models.CharField(max_length=200, blank=True, default="")
+    predicate = models.CharField(max_length=200, blank=True, default="")
+    object = models.CharField(max_length=500, blank=True, default="")
+    process = models.CharField(max_length=128, blank=True, default="")
+    confidence = models.FloatField(default=1.0)
+    valid_at = models.DateTimeField()
+    invalid_at = models.DateTimeField(null=True, blank=True)
+    source = models.JSONField(default=dict)  # {"conversation_id": ..., "message_ids": [...]}
+    version = models.PositiveIntegerField(default=1)
+    updated_by = models.CharField(max_length=16, choices=Actor.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    # Recall over facts: the full-text vector follows ``content`` (PostgreSQL computes it);
+    # the vector is augmentation's (it embeds what it learns) or the embedding worker's, and
+    # is cleared when the content changes.
+    search = models.GeneratedField(expression=RECALL_SEARCH, output_field=SearchVectorField(),
+                                   db_persist=True)
+    embedding = HalfVectorField(dimensions=EMBEDDING_DIMENSION, null=True)
+    embedding_provider = models.CharField(max_length=PROVIDER_KEY_MAX, blank=True, default="")
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0) & models.Q(confidence__lte=1),
+                name="fact_confidence_range",
+            ),
+            TenantRowLevelSecurity(name="fact_rls"),
+        ]
+        indexes = [
+            # The person's facts newest first (the list and its cursor), and all of them
+            # (forget-everything).
+            models.Index(fields=["tenant", "end_user", "-id"], name="fact_user_recent"),
+            # Duplicates: the same normalised text.
+            models.Index(fields=["tenant", "end_user", "normalized"], name="fact_user_text"),
+            # Merges and contradictions: the same predicate.
+            models.Index(fields=["tenant", "end_user", "predicate"], name="fact_user_predicate"),
+            # The embedding sweep's work list: only facts still waiting.
+            models.Index(fields=["tenant", "end_user"], condition=models.Q(embedding__isnull=True),
+                         name="fact_unembedded"),
+        ]
+
+    def __str__(self) -> str:
+        return self.content
+
+
+class FactVersion(TenantOwned):
+    """One change of a fact, oldest first by id. ``fact_id`` is not a foreign key: the
+    history outlives a deleted fact (the API no longer shows it, like the fact), until
+    forget-everything removes every row of the person."""
+
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+",
+                                 db_index=False)
+    fact_id = models.UUIDField()
+    version = models.PositiveIntegerField()
+    event = models.CharField(max_length=16, choices=FactEvent.choices)
+    content = models.TextField()
+    actor = models.CharField(max_length=16, choices=Actor.choices)
+    # For invalidated and merged: the fact that replaced this one, or that was merged in.
+    related_fact_id = models.UUIDField(null=True, blank=True)
+    at = models.DateTimeField()
+
+    class Meta(TenantOwned.Meta):
+        constraints = [TenantRowLevelSecurity(name="factversion_rls")]
+        indexes = [
+            models.Index(fields=["tenant", "end_user", "fact_id", "id"], name="factversion_fact"),
+        ]
+
+
+class FactSourceKey(TenantOwned):
+    """What augmentation already learnt: one stable key per (message, statement), written
+    with the fact it made or merged into. Augmentation skips a key it finds, so the same
+    messages never change anything twice, and a fact the person or the app deleted or edited
+    is not made again from the same messages (the key outlives the fact: a tombstone)."""
+
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="+",
+                                 db_index=False)
+    key = models.CharField(max_length=64)
+    fact_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "end_user", "key"], name="factsourcekey_unique"),
+            TenantRowLevelSecurity(name="factsourcekey_rls"),
+        ]
+
+
+class AugmentationFailure(TenantOwned):
+    """An augmentation run that failed after its last retry (or whose extractor answered with
+    something that is not an extraction), kept for the tenant's admins (the dashboard).
+    The conversation's cursor did not move: its messages are read again by the next run.
+    ``user_id`` is text, like the event feed's; ``error`` names what went wrong, never a
+    message's or the model's text. Forget-everything removes the person's rows."""
+
+    conversation_id = models.UUIDField()
+    user_id = models.CharField(max_length=128)
+    provider = models.CharField(max_length=32)
+    error = models.TextField()
+    malformed = models.BooleanField(default=False)
+    attempts = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [TenantRowLevelSecurity(name="augmentationfailure_rls")]
+        indexes = [
+            # The dashboard: the tenant's latest failures.
+            models.Index(fields=["tenant", "-created_at"], name="augfailure_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}: {self.error[:60]}"

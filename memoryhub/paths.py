@@ -26,11 +26,17 @@ Decisions where the contract is silent (documented here because callers depend o
   string would name two documents. Refusing it keeps ``normalize_path`` idempotent on its
   own output.
 - **Characters refused besides the contract's:** unpaired surrogates (not encodable in UTF-8,
-  so not storable), the line and paragraph separators U+2028/U+2029, and the bidi
-  embedding/override/isolate controls (U+202A-U+202E, U+2066-U+2069). Paths are printed one
-  per line in tool texts, the prompt index and web pages; these characters break or visually
-  reorder such lines. Control characters are Unicode category ``Cc`` (which includes DEL and
-  the C1 range).
+  so not storable), the line and paragraph separators U+2028/U+2029, every format character
+  (Unicode category ``Cf``: zero-width spaces and joiners, the bidi marks, embeddings,
+  overrides and isolates, the BOM, soft hyphens, tags), the Hangul fillers and the combining
+  grapheme joiner (letters and marks that print nothing), and lookalikes of ``/`` and ``.``
+  (fullwidth solidus U+FF0F, division slash U+2215, fraction slash U+2044, one-dot leader
+  U+2024, fullwidth full stop U+FF0E...: ``_SLASH_LOOKALIKES``, ``_DOT_LOOKALIKES``). Paths
+  are printed one per line in tool texts, the prompt index and web pages: these characters
+  break or reorder such lines, or make one path read as another (``/notes／diet.md`` as
+  ``/notes/diet.md``). Control characters are Unicode category ``Cc`` (which includes DEL and
+  the C1 range). The price: an emoji joined with U+200D, or a Persian name that needs the
+  zero-width non-joiner, cannot be a path.
 - No Unicode normalisation: ``é`` precomposed and decomposed are two names, as on the
   reference tool's filesystem.
 """
@@ -38,6 +44,8 @@ Decisions where the contract is silent (documented here because callers depend o
 from __future__ import annotations
 
 import unicodedata
+
+from memoryhub.errors import echo
 
 __all__ = [
     "MAX_PATH_BYTES",
@@ -64,12 +72,23 @@ MEMORIES_PREFIX = "/memories"
 MAX_PATH_BYTES = 255
 MAX_SEGMENTS = 16
 
-# Characters refused anywhere in a path, on top of every category-Cc character.
+# What imitates the two characters that give a path its shape (Unicode's confusables of "/"
+# and "."), so that no segment can look like two, or a name like a hidden one or "..".
+_SLASH_LOOKALIKES = (
+    "\u2044\u2215\u2571\u27cb\u29f8\uff0f\u1735\u2f03\u3033\U0001d23a"
+)  # fraction, division, box-drawing, rising diagonal, big, fullwidth solidus...
+_DOT_LOOKALIKES = (
+    "\u2024\u2025\ufe52\uff0e\u0701\u0702\ua60e\U00010a50"
+)  # one- and two-dot leader, small and fullwidth full stop, Syriac, Vai, Kharoshthi dots
+# Letters and marks that print nothing (the format characters are refused by category).
+_INVISIBLE = "\u115f\u1160\u3164\uffa0\u034f"  # Hangul fillers, combining grapheme joiner
+# Characters refused anywhere in a path, on top of the categories below.
 _FORBIDDEN_CHARS = frozenset(
-    "\\%:\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    "\\%:\u2028\u2029" + _SLASH_LOOKALIKES + _DOT_LOOKALIKES + _INVISIBLE
 )
-# Cc: control characters (C0, DEL, C1). Cs: unpaired surrogates, which cannot be UTF-8 encoded.
-_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cs"})
+# Cc: control characters (C0, DEL, C1). Cf: format characters, invisible by design (zero-width
+# spaces and joiners, bidi controls, the BOM). Cs: unpaired surrogates, not UTF-8 encodable.
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs"})
 
 
 class InvalidPath(ValueError):
@@ -87,8 +106,9 @@ class InvalidPath(ValueError):
 
 
 def invalid_path_message(raw: object) -> str:
-    """The contract's refusal text, echoing the path as the caller wrote it."""
-    return f"Error: {raw} is not an allowed path"
+    """The contract's refusal text, echoing the path as the caller wrote it (a path too long to
+    be accepted is cut: ``memoryhub.errors.echo``)."""
+    return f"Error: {echo(str(raw))} is not an allowed path"
 
 
 def has_memories_prefix(raw: str) -> bool:

@@ -286,7 +286,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasMemoryPermission"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONBodyParser"],
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ApiKeyRateThrottle"],
     "UNAUTHENTICATED_USER": None,
@@ -316,10 +316,16 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # <id:...> (memoryhub.numbers.IdConverter): a database id of at most 18 digits.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0,
+                                        "maximum": 10**18 - 1}},
     # One name for each choice set that several fields share (updated_by and actor, ...).
     "ENUM_NAME_OVERRIDES": {
         "ActorEnum": "memoryhub.models.Actor.values",
         "EventTypeEnum": "memoryhub.models.EventType.values",
+        "FactTypeEnum": "memoryhub.models.FactType.values",
+        "FactEventEnum": "memoryhub.models.FactEvent.values",
+        "RoleEnum": "memoryhub.models.MessageRole.values",  # messages and excluded_roles
     },
 }
 
@@ -354,6 +360,7 @@ CELERY_TIMEZONE = "UTC"
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "memoryhub")
 # Beat: the sweeps re-enqueue what a lost message left behind; every task is idempotent.
 CELERY_BEAT_SCHEDULE = {
+    # Hourly: expired sessions (session_days) and conversations (conversation_days), tallies.
     "retention-purge": {"task": "memoryhub.tasks.retention_purge_all", "schedule": 3600.0},
     "webhooks-sweep": {"task": "memoryhub.tasks.webhooks_sweep", "schedule": 300.0},
     "embeddings-sweep": {"task": "memoryhub.tasks.embeddings_sweep", "schedule": 600.0},
@@ -421,3 +428,20 @@ LOGGING = {
                 # The MCP SDK logs every stateless request's start and end at INFO.
                 "mcp": {"level": "WARNING"}},
 }
+
+# Augmentation (spec: Facts): the extractor (rules, the default, or none), and how long after
+# a capture its run starts, so that a burst of captures makes one run.
+AUGMENTATION_PROVIDER = os.environ.get("AUGMENTATION_PROVIDER", "rules")
+AUGMENTATION_DEBOUNCE_SECONDS = float(os.environ.get("AUGMENTATION_DEBOUNCE_SECONDS", "0.5"))
+# A learnt fact whose vector's cosine similarity to a valid fact of the same type reaches
+# this merges into it (memoryhub/services/facts.py; README "Configuration").
+AUGMENTATION_MERGE_SIMILARITY = float(os.environ.get("AUGMENTATION_MERGE_SIMILARITY", "0.8"))
+# The openai extractor: an OpenAI-compatible chat completions endpoint answering in JSON.
+AUGMENTATION_URL = os.environ.get("AUGMENTATION_URL", "")
+AUGMENTATION_API_KEY = os.environ.get("AUGMENTATION_API_KEY", "")
+AUGMENTATION_MODEL = os.environ.get("AUGMENTATION_MODEL", "")
+AUGMENTATION_TIMEOUT = float(os.environ.get("AUGMENTATION_TIMEOUT", "30"))
+AUGMENTATION_MAX_RETRIES = int(os.environ.get("AUGMENTATION_MAX_RETRIES", "2"))
+# An augmentation run that fails is retried this many times (backoff 2, 4, 8, ... s, at most
+# 300 s) before it is recorded for the dashboard; the cursor stays either way.
+AUGMENTATION_RUN_RETRIES = int(os.environ.get("AUGMENTATION_RUN_RETRIES", "6"))

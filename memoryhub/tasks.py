@@ -19,12 +19,29 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
+from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
+from memoryhub.augmentation.base import ExtractionFailed
+from memoryhub.augmentation.providers import UnknownProvider
 from memoryhub.infra.embeddings import EmbeddingError
-from memoryhub.services.passages import document_embed, documents_awaiting_vectors
+from memoryhub.services.augmentation import (
+    AUGMENT_BATCH,
+    augmentation_apply,
+    augmentation_batch,
+    augmentation_failure_record,
+)
+from memoryhub.services.conversations import conversations_expired_purge
+from memoryhub.services.passages import (
+    document_embed,
+    documents_awaiting_vectors,
+    record_embed,
+    records_awaiting_vectors,
+)
 from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch, write_tallies_purge
 from memoryhub.services.webhooks import deliveries_due, webhook_deliver
 from tenants.context import tenant_context
@@ -61,6 +78,20 @@ def embed_document(*, tenant_id: int, document_id: int, version: int) -> int:
     return embed_documents(items=[[tenant_id, document_id, version]])
 
 
+@shared_task(
+    name="memoryhub.tasks.embed_records",
+    autoretry_for=(EmbeddingError,), retry_backoff=5, retry_backoff_max=600, max_retries=8,
+)
+def embed_records(*, items: list[list]) -> int:
+    """Facts' and conversations' messages' vectors (recall over facts and messages):
+    [tenant, "fact" or "conversation", id] each, in its own tenant context."""
+    embedded = 0
+    for tenant_id, kind, record_id in items:
+        with tenant_context(tenant_id):
+            embedded += record_embed(kind=kind, record_id=record_id)
+    return embedded
+
+
 @shared_task(name="memoryhub.tasks.deliver_webhook")
 def deliver_webhook(*, tenant_id: int, delivery_id: int) -> str:
     with tenant_context(tenant_id):
@@ -69,8 +100,9 @@ def deliver_webhook(*, tenant_id: int, delivery_id: int) -> str:
 
 @shared_task(name="memoryhub.tasks.retention_purge")
 def retention_purge(*, tenant_id: int) -> int:
-    """Purge the tenant's expired sessions, one short transaction per batch, then the write
-    tallies whose turn or minute is long over."""
+    """Purge the tenant's expired sessions, then its expired conversations, one short
+    transaction per batch, then the write tallies whose turn or minute is long over.
+    Returns how many sessions and conversations went."""
     total = 0
     while True:
         with tenant_context(tenant_id):
@@ -79,9 +111,18 @@ def retention_purge(*, tenant_id: int) -> int:
         total += purged
         if purged < RETENTION_BATCH:
             break
+    # Until a batch finds none: one that skipped rows a capture holds may come back short.
+    while conversations := _conversations_batch_purge(tenant_id):
+        total += conversations
     with tenant_context(tenant_id):
         write_tallies_purge()
     return total
+
+
+def _conversations_batch_purge(tenant_id: int) -> int:
+    with tenant_context(tenant_id):
+        tenant = Tenant.objects.get(pk=tenant_id)
+        return conversations_expired_purge(tenant=tenant, now=timezone.now())
 
 
 @shared_task(name="memoryhub.tasks.retention_purge_all")
@@ -108,14 +149,56 @@ def webhooks_sweep() -> int:
 
 @shared_task(name="memoryhub.tasks.embeddings_sweep")
 def embeddings_sweep() -> int:
-    """Re-enqueue embedding of documents whose on-commit task was lost."""
+    """Re-enqueue embedding of documents, facts and messages whose on-commit task was lost."""
     enqueued = 0
     for tenant_id in Tenant.objects.values_list("id", flat=True):
         with tenant_context(tenant_id):
             waiting = documents_awaiting_vectors(
                 created_before=timezone.now() - EMBED_SWEEP_GRACE, limit=SWEEP_LIMIT
             )
+            records = records_awaiting_vectors(
+                created_before=timezone.now() - EMBED_SWEEP_GRACE, limit=SWEEP_LIMIT
+            )
         if waiting:
             embed_documents.delay(items=[[tenant_id, pk, version] for pk, version in waiting])
-        enqueued += len(waiting)
+        if records:
+            embed_records.delay(items=[[tenant_id, kind, pk] for kind, pk in records])
+        enqueued += len(waiting) + len(records)
     return enqueued
+
+
+@shared_task(name="memoryhub.tasks.augment_conversation", bind=True, max_retries=None)
+def augment_conversation(self: Task[Any, Any], *, tenant_id: int, conversation_id: str) -> int:
+    """Learn facts from the conversation's messages after its cursor, a batch at a time
+    (memoryhub/services/augmentation.py): read in one transaction, extract outside any, write
+    and move the cursor in another. A failure (the database, the extractor's provider, an
+    answer that is not an extraction) is retried with backoff from the cursor, up to
+    AUGMENTATION_RUN_RETRIES times; after the last it is recorded for the dashboard
+    (AugmentationFailure) and the cursor stays, so the next run reads those messages again."""
+    total = 0
+    while True:
+        batch = None
+        try:
+            with tenant_context(tenant_id):
+                batch = augmentation_batch(conversation_id=conversation_id)
+            if batch is None:
+                return total
+            extraction = batch.extract()
+            with tenant_context(tenant_id):
+                total += augmentation_apply(batch, extraction)
+        except (DatabaseError, ExtractionFailed, UnknownProvider) as error:
+            malformed = isinstance(error, ExtractionFailed) and error.malformed
+            logger.warning("augmentation of conversation %s failed (attempt %d): %s",
+                           conversation_id, self.request.retries + 1, error)
+            if self.request.retries < settings.AUGMENTATION_RUN_RETRIES:
+                countdown = min(300, 2 ** (self.request.retries + 1))
+                raise self.retry(exc=error, countdown=countdown,
+                                 max_retries=settings.AUGMENTATION_RUN_RETRIES) from error
+            with tenant_context(tenant_id):
+                augmentation_failure_record(
+                    batch=batch, conversation_id=conversation_id,
+                    error=f"{type(error).__name__}: {error}", malformed=malformed,
+                    attempts=self.request.retries + 1)
+            return total
+        if len(batch.messages) < AUGMENT_BATCH:
+            return total

@@ -1,10 +1,14 @@
 from django.contrib import admin
-from django.urls import include, path, re_path
+from django.urls import include, path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from api.mcp.endpoint import mcp_endpoint
 from api.views.fallback import api_not_found
 from memoryhub import health
+from memoryhub.numbers import IdConverter
+
+# <id:...> in api/urls.py and memoryhub/web/urls.py, which the includes below import.
+register_converter(IdConverter, "id")
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -13,8 +17,14 @@ urlpatterns = [
     path("mcp", mcp_endpoint, name="mcp"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    re_path(r"^api/(?P<rest>.*)$", api_not_found),
+    # (?s): a path may hold a newline (%0A), which "." does not match.
+    re_path(r"^api/(?P<rest>(?s:.*))$", api_not_found),
     path("accounts/", include("allauth.urls")),
     path("platform-admin/", admin.site.urls),
     path("", include("memoryhub.web.urls")),
 ]
+
+# Django's pages, except for /api/ paths (the JSON error body; with DEBUG on, Django shows its
+# debug pages instead of calling these, and /api/v1/ never reaches them: api/middleware.py).
+handler404 = "api.views.fallback.not_found"
+handler500 = "api.views.fallback.server_error"

@@ -2,10 +2,13 @@
 
 import os
 
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
 from memoryhub.infra.bootstrap import bootstrap
+from memoryhub.infra.chunked import with_chunked_bodies
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 bootstrap()
-application = get_wsgi_application()
+application = with_chunked_bodies(get_wsgi_application(),
+                                  limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)

@@ -18,6 +18,12 @@ DEFAULT_LIMITS: dict[str, int] = {
     "max_writes_per_turn": 20,
 }
 LIMIT_FIELDS = tuple(DEFAULT_LIMITS)
+# The conversation settings (spec: the end of "Facts"), as the model names them.
+CONVERSATION_SETTING_FIELDS = (
+    "capture_excluded_roles", "capture_drop_empty", "capture_redact",
+    "conversation_timeout_minutes", "max_message_bytes", "max_history_tokens",
+    "augmentation_enabled", "conversation_days",
+)
 
 
 def default_excluded_roles() -> list[str]:

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from memoryhub.capture_policy import ROLES, excluded_roles_problem, redact_patterns_problem
 from memoryhub.identifiers import USER_ID_RULE, is_user_id
+from memoryhub.numbers import parse_natural
 from tenants.context import tenant_context
 from tenants.models import (
+    CONVERSATION_SETTING_FIELDS,
     DEFAULT_LIMITS,
     ApiKey,
     AuditEntry,
@@ -57,9 +62,10 @@ def api_key_parse(raw: str) -> ParsedKey | None:
     if len(parts) != 3:
         return None
     tenant_part, lookup_id, secret = parts
-    if not tenant_part.isdigit() or len(tenant_part) > 18 or len(lookup_id) != 8 or len(secret) < 32:
+    tenant_id = parse_natural(tenant_part)
+    if tenant_id is None or len(lookup_id) != 8 or len(secret) < 32:
         return None
-    return ParsedKey(int(tenant_part), lookup_id, secret)
+    return ParsedKey(tenant_id, lookup_id, secret)
 
 
 @dataclass(frozen=True)
@@ -152,15 +158,58 @@ def membership_set(*, tenant: Tenant, user: User, role: str, actor: str) -> Memb
 
 
 TENANT_SETTING_FIELDS = frozenset(
-    {"name", "memory_enabled", "session_days", "recall_threshold", *DEFAULT_LIMITS}
+    {"name", "memory_enabled", "session_days", "recall_threshold", *DEFAULT_LIMITS,
+     *CONVERSATION_SETTING_FIELDS}
 )
+
+# Upper bounds the model's validators leave out: the API's schema declares them from here,
+# and the settings page and tenant_settings_update check them (tenant_setting_problem).
+MAX_CONVERSATION_TIMEOUT_MINUTES = 7 * 24 * 60  # a week
+MAX_MESSAGE_BYTES = 1_048_576  # a request body is at most 1 MiB, so a message can be no larger
+MAX_CONVERSATION_DAYS = 36_500  # a century; the retention job's date arithmetic needs a bound
+MAX_COLUMN_INTEGER = 2**31 - 1  # what the integer columns hold
+
+
+def _at_most(limit: int) -> Callable[[object], str | None]:
+    def problem(value: object) -> str | None:
+        return f"Must be at most {limit}." if isinstance(value, int) and value > limit else None
+    return problem
+
+
+# The rules a setting's value must follow beyond its type: one place, called by the API's
+# serializer, the settings page's form and tenant_settings_update itself.
+_SETTING_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "capture_excluded_roles": excluded_roles_problem,
+    "capture_redact": redact_patterns_problem,
+    "conversation_timeout_minutes": _at_most(MAX_CONVERSATION_TIMEOUT_MINUTES),
+    "max_message_bytes": _at_most(MAX_MESSAGE_BYTES),
+    "max_history_tokens": _at_most(MAX_COLUMN_INTEGER),
+    "conversation_days": _at_most(MAX_CONVERSATION_DAYS),
+}
+
+
+def tenant_setting_problem(field: str, value: object) -> str | None:
+    """Why ``value`` cannot be the tenant's ``field`` (a sentence), or None."""
+    check = _SETTING_CHECKS.get(field)
+    return check(value) if check is not None else None
 
 
 def tenant_settings_update(*, tenant_id: int, changes: dict, actor: str) -> Tenant:
-    """Apply validated setting changes; the API reads limits per request, so they apply at once."""
+    """Apply validated setting changes; the API reads limits per request, so they apply at once.
+
+    A value that breaks a setting's rule (:func:`tenant_setting_problem`) raises Django's
+    ValidationError keyed by the field, as ``full_clean`` does, and changes nothing.
+    """
     unknown = set(changes) - TENANT_SETTING_FIELDS
     if unknown:
         raise ValueError(f"not tenant settings: {sorted(unknown)}")
+    problems = {field: problem for field, value in changes.items()
+                if (problem := tenant_setting_problem(field, value)) is not None}
+    if problems:
+        raise ValidationError(problems)
+    if "capture_excluded_roles" in changes:  # a set: one spelling, so reordering is no change
+        chosen = set(changes["capture_excluded_roles"])
+        changes = {**changes, "capture_excluded_roles": [r for r in ROLES if r in chosen]}
     with transaction.atomic():
         tenant = Tenant.objects.select_for_update().get(pk=tenant_id)
         before = {field: getattr(tenant, field) for field in changes}
@@ -210,9 +259,10 @@ def invitation_find(*, token: str) -> Invitation | None:
     token knows the tenant, so this read opens the context itself (tenants/context.py).
     """
     tenant_part, _, secret = token.partition(".")
-    if not tenant_part.isdigit() or len(tenant_part) > 18 or len(secret) < 32:
+    tenant_id = parse_natural(tenant_part)
+    if tenant_id is None or len(secret) < 32:
         return None
-    with tenant_context(int(tenant_part)):
+    with tenant_context(tenant_id):
         invitation = (
             Invitation.objects.select_related("tenant")
             .filter(token_hash=hash_secret(secret), accepted_at=None, revoked_at=None,

@@ -23,6 +23,7 @@ from rest_framework.response import Response
 from api.base import TenantAPIView
 from api.errors import ApiError
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
+from api.parsers import TextRuleJSONParser
 from api.representations import (
     CaptureResultSerializer,
     ConversationPageSerializer,
@@ -42,7 +43,6 @@ from api.serializers import (
     CaptureInput,
     Page,
     SummaryPutSerializer,
-    TextRuleJSONParser,
     TurnContextInputSerializer,
     decode_cursor,
     parse_limit,
@@ -50,6 +50,7 @@ from api.serializers import (
 )
 from memoryhub.identifiers import USER_ID_RULE, is_user_id
 from memoryhub.models import Actor
+from memoryhub.numbers import parse_natural
 from memoryhub.selectors.conversations import (
     conversation_find,
     conversations_page,
@@ -89,9 +90,10 @@ def _nullable(body: dict[str, Any], name: str, validator: Any) -> Any:
 
 
 def _page_schema(summary: str, shape: Any, narrow: OpenApiParameter, *, cursor: str,
-                 default: int, maximum: int) -> Any:
+                 default: int, maximum: int, operation_id: str | None = None) -> Any:
     """The OpenAPI annotations of a keyset page: one filter, a cursor and the limit."""
     return extend_schema(
+        operation_id=operation_id,
         summary=summary,
         parameters=[
             narrow,
@@ -179,10 +181,10 @@ def _message_cursor(raw: str | None) -> tuple[UUID, int] | None:
     key = decode_cursor(raw, arity=2)
     if key is None:
         return None
-    conversation_id, seq = parse_uuid(key[0]), key[1]
-    if conversation_id is None or not (seq.isascii() and seq.isdigit() and len(seq) <= 10):
+    conversation_id, seq = parse_uuid(key[0]), parse_natural(key[1])
+    if conversation_id is None or seq is None:
         raise _bad_cursor()
-    return conversation_id, int(seq)
+    return conversation_id, seq
 
 
 # --- Conversations ---------------------------------------------------------------------------
@@ -194,7 +196,8 @@ class ConversationListView(TenantAPIView):
     @_page_schema("List the person's conversations, newest first", ConversationPageSerializer,
                   OpenApiParameter("session_id", str, description="only this session's"),
                   cursor="before", default=CONVERSATION_PAGE_DEFAULT,
-                  maximum=CONVERSATION_PAGE_MAX)
+                  maximum=CONVERSATION_PAGE_MAX,
+                  operation_id="users_conversations_list")  # else it collides with one conversation's
     def get(self, request: Request, user_id: str) -> Response:
         valid_user_id(user_id)
         query = request.query_params

@@ -29,6 +29,8 @@ from rest_framework.response import Response
 from api.base import TenantAPIView
 from api.errors import ApiError, error_body
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
+from api.parsers import TextRuleJSONParser
+from api.preconditions import IF_MATCH, etag, parse_entity_tags, precondition_failed
 from api.representations import (
     DocumentPageSerializer,
     DocumentSerializer,
@@ -40,7 +42,6 @@ from api.serializers import (
     LIMIT_PARAMETER,
     SCOPES,
     DocumentWriteSerializer,
-    TextRuleJSONParser,
     parse_page,
     with_errors,
 )
@@ -151,35 +152,11 @@ def document_target(*, user_id: str, scope: str, scope_key: str, url_path: str) 
     return Target(user_id, scope, scope_key, written, canonical)
 
 
-def parse_entity_tags(header: str) -> set[int] | None:
-    """``"3", W/"4"`` -> {3, 4}; ``*`` -> None (any version). Tags not of ours match nothing."""
-    if header.strip() == "*":
-        return None
-    versions = set()
-    for tag in header.split(","):
-        tag = tag.strip().removeprefix("W/")
-        if len(tag) >= 3 and tag[0] == tag[-1] == '"' and tag[1:-1].isdigit():
-            versions.add(int(tag[1:-1]))
-    return versions
-
-
-def etag(document: MemoryDocument) -> str:
-    return f'"{document.version}"'
-
-
-def precondition_failed(message: str) -> ApiError:
-    return ApiError(412, "precondition_failed", message)
-
-
 NOT_FOUND = "No document at this path."
 
 PATH_PARAMETER = OpenApiParameter(
     "path", str, OpenApiParameter.PATH,
     description="the document path without its leading /, e.g. notes/a.md (or memories/notes/a.md)",
-)
-IF_MATCH = OpenApiParameter(
-    "If-Match", str, OpenApiParameter.HEADER,
-    description='"<version>" (or *): act only on that version, else 412',
 )
 IF_NONE_MATCH_PUT = OpenApiParameter(
     "If-None-Match", str, OpenApiParameter.HEADER, enum=["*"],

@@ -15,15 +15,17 @@ from api.errors import ApiError
 from api.permissions import HasAdminPermission
 from api.representations import EventPageSerializer, event_page_representation
 from api.serializers import parse_limit, with_errors
+from memoryhub.numbers import parse_natural
 from memoryhub.selectors.events import events_after
 
 
 def parse_event_cursor(raw: str | None) -> int | None:
     if not raw:  # absent or empty
         return None
-    if not raw.isdigit() or len(raw) > 18:  # bigint ids; more digits cannot be one of ours
+    after = parse_natural(raw)  # at most 18 digits: a bigint, as event ids are
+    if after is None:
         raise ApiError(400, "invalid_cursor", "after must be an event id (a non-negative integer).")
-    return int(raw)
+    return after
 
 
 class EventListView(TenantAPIView):

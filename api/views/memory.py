@@ -27,6 +27,7 @@ from rest_framework.serializers import Serializer
 from api.base import TenantAPIView
 from api.errors import ApiError
 from api.params import optional, valid_profile, valid_session_id, valid_user_id
+from api.parsers import TextRuleJSONParser
 from api.representations import (
     MemoryIndex,
     MemorySnapshot,
@@ -34,7 +35,7 @@ from api.representations import (
     snapshot_representation,
     tool_result_representation,
 )
-from api.serializers import MemoryToolInput, TextRuleJSONParser, body_is_empty, with_errors
+from api.serializers import MemoryToolInput, body_is_empty, with_errors
 from memoryhub.memory_tool.commands import command_writes, tool_run
 from memoryhub.selectors.documents import index_build, snapshot_build
 
@@ -52,9 +53,12 @@ class MemoryToolView(TenantAPIView):
         # The one request that needs its body before authentication: whether the command
         # writes (``view`` does not, ``create`` does) decides whether the key's statement
         # takes the person's write lock, which keeps a command to one round trip for the
-        # person. A body DRF cannot parse is kept for the handler: authentication's errors
-        # still come first (401 before 400), and the handler then answers the parse error
-        # (DRF would give empty data on a second read).
+        # person. So the body is parsed before the key's statement, but only for a key of the
+        # right form (perform_authentication asks after request_key), and parsing is bounded
+        # (1 MiB, JSON nesting, api/parsers.py) and raises nothing but DRF's errors. A body
+        # DRF cannot parse is kept for the handler: an unknown key still gets its 401 first,
+        # and the handler then answers the parse error (DRF would give empty data on a second
+        # read).
         if request.method != "POST":
             return False
         try:

@@ -31,10 +31,14 @@ class RecallView(TenantAPIView):
 
     @extend_schema(
         summary="Recall the memory most relevant to a query",
-        description="Searches the documents this session can see (its session, its profile, "
-        "global) by vector similarity and lexically (full text and trigrams), ranks them by "
+        description="Searches what `sources` names (default documents and facts): the "
+        "documents this session can see (its session, its profile, global), the person's "
+        "valid facts (invalid ones too with `include_invalid`) and the person's captured "
+        "messages, by vector similarity and lexically (full text and trigrams), ranks them by "
         "similarity x confidence x recency, and drops those under `threshold` unless "
-        "`relaxed`. `context` is the `<memori_context>` block of the results that pass, or "
+        "`relaxed`. Each result has a `kind`; facts and messages carry `id`, "
+        "`conversation_id` and `session_id` (path and scope null), facts their `source`. "
+        "`context` is the `<memori_context>` block of the results that pass, or "
         "empty. Memory switched off (tenant, profile or person) gives no results.",
         request=RecallInputSerializer,
         responses=with_errors({200: RecallOutputSerializer}),
@@ -50,6 +54,7 @@ class RecallView(TenantAPIView):
             threshold=data.get("threshold"), relaxed=data["relaxed"],
             session_id=_optional(data.get("session_id"), valid_session_id),
             profile=_optional(data.get("profile"), valid_profile),
+            sources=data["sources"], include_invalid=data["include_invalid"],
         )
         response = Response(recall_representation(recall))
         handled = time.perf_counter() - self.started

@@ -50,8 +50,8 @@ class UserListView(TenantAPIView):
     @extend_schema(
         operation_id="users_list",
         summary="List end users",
-        description="End users by user_id, with their document counts. Paginated with "
-        "limit and cursor.",
+        description="End users by user_id, with their document and conversation counts. "
+        "Paginated with limit and cursor.",
         parameters=[LIMIT_PARAMETER, CURSOR_PARAMETER],
         responses=with_errors({200: EndUserPageSerializer}),
         tags=TAGS,
@@ -67,8 +67,9 @@ class UserView(TenantAPIView):
     @extend_schema(
         operation_id="users_retrieve",
         summary="Show an end user with counts",
-        description="Documents per scope, total bytes, and how many sessions and profiles "
-        "have documents. An unknown user_id shows zero counts and created_at null (not 404).",
+        description="Documents per scope, total bytes, how many sessions and profiles "
+        "have documents, and how many conversations and messages were captured. An unknown "
+        "user_id shows zero counts and created_at null (not 404).",
         responses=with_errors({200: EndUserSerializer}),
         tags=TAGS,
     )
@@ -97,8 +98,8 @@ class UserView(TenantAPIView):
     @extend_schema(
         summary="Forget the person",
         description="Deletes, in one transaction, every document of every scope and "
-        "session, the search passages, write tallies, portal links, the end user itself, and "
-        "every event naming them. One `memory.changed` event remains, with data "
+        "session, the search passages, every conversation and its messages, write tallies, "
+        "portal links, the end user itself, and every event naming them. One `memory.changed` event remains, with data "
         '`{"change": "forgotten", "path": null, "scope": null, "scope_key": null}`, so feed '
         "readers drop their copies. 204 also for an unknown user_id (nothing is recorded).",
         request=None,
@@ -131,8 +132,9 @@ class ExportView(TenantAPIView):
     @extend_schema(
         summary="Export everything stored for the person",
         description="The person, every document with its content, every event naming them, "
-        "and their portal links (dates only; tokens are never stored). Search passages are "
-        "copies of content and are left out. An unknown user_id exports as empty.",
+        "their portal links (dates only; tokens are never stored), and every conversation "
+        "(in the order they started) with its messages in order. Search passages are copies "
+        "of content and are left out. An unknown user_id exports as empty.",
         responses=with_errors({200: ExportSerializer}),
         tags=TAGS,
     )

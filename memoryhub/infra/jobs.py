@@ -23,9 +23,11 @@ from memoryhub.celery import app
 
 EMBED_DOCUMENTS = "memoryhub.tasks.embed_documents"
 DELIVER_WEBHOOK = "memoryhub.tasks.deliver_webhook"
+AUGMENT_CONVERSATION = "memoryhub.tasks.augment_conversation"
+EMBED_RECORDS = "memoryhub.tasks.embed_records"
 
 # Every name this module is asked to send (tests/workers/test_task_names.py).
-TASK_NAMES = frozenset({EMBED_DOCUMENTS, DELIVER_WEBHOOK})
+TASK_NAMES = frozenset({EMBED_DOCUMENTS, DELIVER_WEBHOOK, AUGMENT_CONVERSATION, EMBED_RECORDS})
 
 
 def jobs_run_inline() -> bool:

@@ -22,25 +22,28 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
-from memoryhub.infra.jobs import EMBED_DOCUMENTS, job_enqueue, jobs_run_inline
+from memoryhub.infra.jobs import EMBED_DOCUMENTS, EMBED_RECORDS, job_enqueue, jobs_run_inline
 
 logger = logging.getLogger(__name__)
 
 Item = tuple[int, int, int]  # tenant id, document id, document version
+RecordItem = tuple[int, str, str]  # tenant id, "fact" or "conversation", its id
+T = TypeVar("T")
 
 
-class Publisher:
-    def __init__(self, send: Callable[[list[Item]], None], *, linger: float, batch: int) -> None:
+class Publisher(Generic[T]):
+    def __init__(self, send: Callable[[list[T]], None], *, linger: float, batch: int) -> None:
         self._send = send
         self._linger = linger
         self._batch = batch
-        self._queue: queue.SimpleQueue[Item] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[T] = queue.SimpleQueue()
         self._pending = 0  # submitted and not yet sent (or given up)
         self._settled = threading.Condition()
         self._pid: int | None = None  # the process whose thread runs (a fork has none)
 
-    def submit(self, item: Item) -> None:
+    def submit(self, item: T) -> None:
         self._ensure_thread()
         with self._settled:
             self._pending += 1
@@ -68,13 +71,13 @@ class Publisher:
             try:
                 self._send(batch)
             except Exception:
-                logger.exception("could not publish the embedding of %d documents; the "
+                logger.exception("could not publish the embedding of %d items; the "
                                  "embeddings sweep will find them", len(batch))
             with self._settled:
                 self._pending -= len(batch)
                 self._settled.notify_all()
 
-    def _collect(self) -> list[Item]:
+    def _collect(self) -> list[T]:
         batch = [self._queue.get()]
         deadline = time.monotonic() + self._linger
         while len(batch) < self._batch:
@@ -100,7 +103,7 @@ def _send_embedding_tasks(items: list[Item]) -> None:
     )
 
 
-embedding_publisher = Publisher(_send_embedding_tasks, linger=0.02, batch=100)
+embedding_publisher: Publisher[Item] = Publisher(_send_embedding_tasks, linger=0.02, batch=100)
 
 
 def embedding_enqueue(*, tenant_id: int, document_id: int, version: int) -> None:
@@ -109,3 +112,25 @@ def embedding_enqueue(*, tenant_id: int, document_id: int, version: int) -> None
         _send_embedding_tasks([(tenant_id, document_id, version)])
     else:
         embedding_publisher.submit((tenant_id, document_id, version))
+
+
+# Facts and the messages of a conversation (recall over facts and messages), the same way:
+# one ``embed_records`` task for what arrived within the linger.
+
+
+def _send_record_tasks(items: list[RecordItem]) -> None:
+    unique = list(dict.fromkeys(items))
+    job_enqueue(name=EMBED_RECORDS, kwargs={"items": [list(item) for item in unique]},
+                argsrepr="()", kwargsrepr=f"{{{len(unique)} records}}")
+
+
+record_publisher: Publisher[RecordItem] = Publisher(_send_record_tasks, linger=0.02, batch=100)
+
+
+def record_embedding_enqueue(*, tenant_id: int, kind: str, record_id: str) -> None:
+    """Ask for the vectors of a committed fact (``kind`` "fact") or of a conversation's
+    messages that lack one ("conversation"), called on commit."""
+    if jobs_run_inline():
+        _send_record_tasks([(tenant_id, kind, record_id)])
+    else:
+        record_publisher.submit((tenant_id, kind, record_id))

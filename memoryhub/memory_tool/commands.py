@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from django.db import transaction
 
-from memoryhub.errors import InvalidScope, MemoryRefusal, ToolError
+from memoryhub.errors import InvalidScope, MemoryRefusal, ToolError, echo
 from memoryhub.identifiers import (
     PROFILE_RULE,
     USER_ID_RULE,
@@ -152,7 +152,7 @@ def _run(
         raise ToolError(f"Error: the input needs a `command`: one of {', '.join(COMMANDS)}.")
     if not isinstance(command, str) or command not in _HANDLERS:
         raise ToolError(
-            f"Error: unknown command {command!r}; use one of {', '.join(COMMANDS)}."
+            f"Error: unknown command {echo(repr(command))}; use one of {', '.join(COMMANDS)}."
         )
     writer = Writer(tenant=tenant, actor=ACTOR, turn_id=context.turn_id,
                     session_id=context.session_id)
@@ -182,7 +182,7 @@ def _optional_id(payload: Mapping[str, Any], name: str, valid: Callable[[object]
     if value is None or value == "":
         return None
     if not isinstance(value, str) or not valid(value):  # isinstance: for the type checker
-        raise InvalidScope(f"Error: {name} must be {rule}; got {value!r}.")
+        raise InvalidScope(f"Error: {name} must be {rule}; got {echo(repr(value))}.")
     return value
 
 
@@ -199,7 +199,8 @@ def _context(payload: Mapping[str, Any]) -> ToolContext:
         scope = None
     elif scope not in Scope.values:
         raise InvalidScope(
-            f"Error: scope must be one of session, profile, global (or left out); got {scope!r}."
+            "Error: scope must be one of session, profile, global (or left out); got "
+            f"{echo(repr(scope))}."
         )
     elif scope == Scope.SESSION and not session_id:
         raise InvalidScope('Error: scope "session" needs a session_id; send one or leave '

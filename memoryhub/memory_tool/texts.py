@@ -55,7 +55,10 @@ Reference behaviour -> function here:
 - Not in the reference: ``append`` -> ``edits.apply_append`` / ``append_ok``.
 
 Every ``path`` argument below is the path *as the caller wrote it*, because the reference
-echoes ``command.path`` verbatim (``/memories/`` stays ``/memories/``).
+echoes ``command.path`` verbatim (``/memories/`` stays ``/memories/``). Paths reach these texts
+only once accepted, so they are shorter than ``memoryhub.errors.ECHO_LIMIT``; ``old_str`` and
+``view_range`` are quoted through ``echo`` (the one difference from the reference: an
+``old_str`` over 300 characters is quoted cut).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ from typing import NamedTuple
 
 # One ToolError for the whole service: a failed command, ``message`` is the text for the model
 # (sent with ``is_error: true``). The domain's class, so the memory tool catches one family.
-from memoryhub.errors import ToolError
+from memoryhub.errors import ToolError, echo
 from memoryhub.paths import has_memories_prefix, is_under, relative_path
 
 __all__ = [
@@ -181,14 +184,17 @@ def already_exists(path: str) -> str:
 
 
 def str_replace_no_match(old_str: str, path: str) -> str:
-    return f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {path}."
+    """The reference quotes ``old_str`` whole; here one over ``ECHO_LIMIT`` characters is cut."""
+    return (f"No replacement was performed, old_str `{echo(old_str)}` did not appear verbatim "
+            f"in {path}.")
 
 
 def str_replace_multiple(old_str: str, line_numbers: Sequence[int]) -> str:
     """Several matches; the reference names the lines but not the path, and has no final dot."""
     lines = ", ".join(map(str, line_numbers))
     return (
-        f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in lines: "
+        f"No replacement was performed. Multiple occurrences of old_str `{echo(old_str)}` in "
+        "lines: "
         f"{lines}. Please ensure it is unique"
     )
 
@@ -251,7 +257,8 @@ def rename_ok(old_path: str, new_path: str) -> str:
 def view_range_invalid(view_range: object) -> str:
     """This service's own error for a view_range the reference would crash on."""
     return (
-        f"Error: view_range must be a list of two integers [start, end], got {view_range!r}. "
+        f"Error: view_range must be a list of two integers [start, end], got "
+        f"{echo(repr(view_range))}. "
         "Lines are numbered from 1; use -1 as end to read to the last line."
     )
 

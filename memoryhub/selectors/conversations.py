@@ -19,11 +19,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
 
-from memoryhub.models import Conversation, EndUser, Message
+from django.db.models import Aggregate, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from memoryhub.models import RECALL_COLUMNS, Conversation, EndUser, Message
 from memoryhub.selectors.documents import memory_enabled
-from memoryhub.store.conversations import history_lines
+from memoryhub.store.conversations import history_recent
 from tenants.models import Tenant
 
 HISTORY_HEAD = (
@@ -73,7 +77,7 @@ def session_messages_page(
     seq), ``limit + 1`` of them for the page's cursor."""
     if end_user is None:
         return []
-    messages = Message.objects.filter(end_user=end_user, session_id=session_id)
+    messages = Message.objects.defer(*RECALL_COLUMNS).filter(end_user=end_user, session_id=session_id)
     if conversation_id is not None:
         messages = messages.filter(conversation_id=conversation_id)
     if after is not None:
@@ -103,7 +107,7 @@ def conversations_page(
 
 
 def conversation_messages(conversation: Conversation) -> list[Message]:
-    return list(Message.objects.filter(conversation=conversation).order_by("seq"))
+    return list(Message.objects.defer(*RECALL_COLUMNS).filter(conversation=conversation).order_by("seq"))
 
 
 # --- history ---------------------------------------------------------------------------------
@@ -126,26 +130,21 @@ def history_build(
         return History(enabled=False)
     if end_user is None:
         return History(enabled=True)
-    candidates = Conversation.objects.filter(end_user=end_user)
-    if exclude_session is not None:
-        candidates = candidates.exclude(session_id=exclude_session)
-    if profile is not None:
-        candidates = candidates.filter(profile=profile)
-    recent = list(candidates.order_by("-last_message_at", "-id")[:limit])
     budget = (NO_BUDGET if tenant.max_history_tokens is None
               else tenant.max_history_tokens * CHARS_PER_TOKEN)
+    recent = history_recent(end_user_id=end_user.pk, limit=limit, exclude_session=exclude_session,
+                            profile=profile, budget_chars=budget)
     return _history_of(recent, budget)
 
 
-def _history_of(recent: Sequence[Conversation], budget: int) -> History:
+def _history_of(recent: Sequence[tuple[Conversation, str]], budget: int) -> History:
     if not recent:
         return History(enabled=True)
-    lines = history_lines([c.id for c in recent if not c.summary], budget_chars=budget)
     shown: list[Conversation] = []
     blocks: list[str] = []
     used = 0
-    for conversation in recent:
-        block = _block(conversation, lines.get(conversation.id, ([], 0))[0])
+    for conversation, lines in recent:
+        block = _block(conversation, lines)
         if used + len(block) > budget:
             break
         used += len(block)
@@ -157,11 +156,80 @@ def _history_of(recent: Sequence[Conversation], budget: int) -> History:
     return History(enabled=True, text=text, conversations=shown, left_out=left_out)
 
 
-def _block(conversation: Conversation, lines: Sequence[tuple[str, str]]) -> str:
+def _block(conversation: Conversation, lines: str) -> str:
+    """``lines``: the conversation's "<role>: <content>" lines (``history_recent``)."""
     recorded = conversation.last_message_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-    if conversation.summary:
-        body = conversation.summary + "\n"
-    else:
-        body = "".join(f"{role}: {content}\n" for role, content in lines)
+    body = conversation.summary + "\n" if conversation.summary else lines
     return f"{BLOCK_BEGIN}[Meta] Conversation Recorded at: {recorded}\n{body}{BLOCK_END}"
 
+
+
+# --- the person's counts, page and export ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConversationRun:
+    """A conversation with a run of its messages in order, from seq ``first_seq`` (all of
+    them, or the few a list shows). ``seq`` counts a conversation's messages from 1 without
+    gaps, so a run of seq numbers is a page of messages that needs no offset."""
+
+    conversation: Conversation
+    messages: list[Message]
+    first_seq: int = 1
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + len(self.messages) - 1
+
+    @property
+    def has_earlier(self) -> bool:
+        return self.first_seq > 1
+
+    @property
+    def has_later(self) -> bool:
+        return self.last_seq < self.conversation.message_count
+
+
+def end_user_conversations(*, end_user: EndUser) -> QuerySet[Conversation]:
+    """The person's conversations newest first (by last message), to page through."""
+    return Conversation.objects.filter(end_user=end_user).order_by("-last_message_at", "-id")
+
+
+class _OncePerPerson(Coalesce):
+    """``COALESCE((a subquery on the outer EndUser's key), 0)``. Django would add the whole
+    expression to GROUP BY, and PostgreSQL would then run the subquery for every joined row
+    (each document) instead of once per person; the key it reads is grouped already."""
+
+    def get_group_by_cols(self) -> list[Any]:
+        return []
+
+
+def conversations_per_person(aggregate: Aggregate) -> Coalesce:
+    """``aggregate`` over the conversations of the outer query's person (an annotation of an
+    EndUser queryset), 0 for none. A subquery, because beside joined documents a second join
+    would multiply the rows both are counted from."""
+    rows = (Conversation.objects.filter(end_user=OuterRef("pk")).order_by()
+            .values("end_user").annotate(n=aggregate).values("n"))
+    return _OncePerPerson(Subquery(rows), 0)
+
+
+def conversations_with_messages(
+    conversations: Sequence[Conversation], *, first: int | None = None
+) -> list[ConversationRun]:
+    """Each conversation with its messages in order, or only its first ``first`` ones, in
+    one query for all of them (the conversation-and-seq index serves it)."""
+    messages = Message.objects.defer(*RECALL_COLUMNS).filter(conversation_id__in=[c.id for c in conversations])
+    if first is not None:
+        messages = messages.filter(seq__lte=first)
+    by_conversation: dict[UUID, list[Message]] = {c.id: [] for c in conversations}
+    for message in messages.order_by("conversation_id", "seq"):
+        by_conversation[message.conversation_id].append(message)
+    return [ConversationRun(c, by_conversation[c.id]) for c in conversations]
+
+
+def conversation_run(*, conversation: Conversation, first_seq: int, limit: int) -> ConversationRun:
+    """Up to ``limit`` of the conversation's messages from seq ``first_seq`` on."""
+    messages = Message.objects.defer(*RECALL_COLUMNS).filter(
+        conversation=conversation, seq__gte=first_seq, seq__lt=first_seq + limit
+    ).order_by("seq")
+    return ConversationRun(conversation, list(messages), first_seq=first_seq)

@@ -10,12 +10,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, Collate
 
 from memoryhub import paths
-from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, PortalLink, Scope
+from memoryhub.models import (
+    Conversation,
+    EndUser,
+    Fact,
+    FactVersion,
+    MemoryDocument,
+    MemoryEvent,
+    PortalLink,
+    Scope,
+)
+from memoryhub.selectors.conversations import (
+    ConversationRun,
+    conversations_per_person,
+    conversations_with_messages,
+)
 from memoryhub.selectors.documents import lookup_locations
 from memoryhub.selectors.events import events_of_person
 
@@ -33,28 +48,37 @@ class EndUserSummary:
     bytes: int = 0
     sessions: int = 0
     profiles: int = 0
+    conversations: int = 0
+    messages: int = 0
 
 
-_COUNTS = {
-    "n_session": Count("id", filter=Q(scope=Scope.SESSION)),
-    "n_profile": Count("id", filter=Q(scope=Scope.PROFILE)),
-    "n_global": Count("id", filter=Q(scope=Scope.GLOBAL)),
-    "n_bytes": Coalesce(Sum("bytes"), 0),
-    "n_sessions": Count("scope_key", distinct=True, filter=Q(scope=Scope.SESSION)),
-    "n_profiles": Count("scope_key", distinct=True, filter=Q(scope=Scope.PROFILE)),
-}
+def _counts() -> dict[str, Any]:
+    """The counts of one person, as annotations of their EndUser row: documents joined,
+    conversations in subqueries."""
+    return {
+        "n_session": Count("documents", filter=Q(documents__scope=Scope.SESSION)),
+        "n_profile": Count("documents", filter=Q(documents__scope=Scope.PROFILE)),
+        "n_global": Count("documents", filter=Q(documents__scope=Scope.GLOBAL)),
+        "n_bytes": Coalesce(Sum("documents__bytes"), 0),
+        "n_sessions": Count("documents__scope_key", distinct=True,
+                            filter=Q(documents__scope=Scope.SESSION)),
+        "n_profiles": Count("documents__scope_key", distinct=True,
+                            filter=Q(documents__scope=Scope.PROFILE)),
+        "n_conversations": conversations_per_person(Count("id")),
+        "n_messages": conversations_per_person(Sum("message_count")),
+    }
 
 
 def _summaries(end_users: list[EndUser]) -> list[EndUserSummary]:
-    """Counts for a page of people in one grouped query over their documents.
+    """Counts for a page of people in one query: documents, conversations and messages.
 
     Paging the people first and counting after keeps a page's cost independent of the
     tenant's size (a join-then-group over every person would not be).
     """
     counts = {
-        row["end_user_id"]: row
-        for row in MemoryDocument.objects.filter(end_user__in=end_users)
-        .values("end_user_id").annotate(**_COUNTS).order_by()
+        row["pk"]: row
+        for row in EndUser.objects.filter(pk__in=[end_user.pk for end_user in end_users])
+        .values("pk").annotate(**_counts()).order_by()
     }
     return [_summary(end_user, counts.get(end_user.pk)) for end_user in end_users]
 
@@ -73,6 +97,8 @@ def _summary(end_user: EndUser, counts: dict[str, int] | None) -> EndUserSummary
         bytes=counts["n_bytes"],
         sessions=counts["n_sessions"],
         profiles=counts["n_profiles"],
+        conversations=counts["n_conversations"],
+        messages=counts["n_messages"],
     )
 
 
@@ -188,21 +214,49 @@ class EndUserExport:
     documents: list[MemoryDocument] = field(default_factory=list)
     events: list[MemoryEvent] = field(default_factory=list)
     portal_links: list[PortalLink] = field(default_factory=list)
+    conversations: list[ConversationRun] = field(default_factory=list)
+    facts: list[FactRecord] = field(default_factory=list)
+    deleted_facts: list[FactRecord] = field(default_factory=list)  # their history: fact None
+
+
+@dataclass(frozen=True)
+class FactRecord:
+    """A fact (None once deleted: its history is still stored) with its history, oldest first."""
+
+    fact_id: UUID
+    fact: Fact | None
+    history: list[FactVersion]
+
+
+def _fact_records(end_user: EndUser) -> tuple[list[FactRecord], list[FactRecord]]:
+    """The person's facts (valid and invalid, oldest first) and the deleted ones' history."""
+    history: dict[UUID, list[FactVersion]] = {}
+    for row in FactVersion.objects.filter(end_user=end_user).order_by("id"):
+        history.setdefault(row.fact_id, []).append(row)
+    facts = list(Fact.objects.filter(end_user=end_user).order_by("id"))
+    kept = [FactRecord(f.id, f, history.pop(f.id, [])) for f in facts]
+    return kept, [FactRecord(fact_id, None, rows) for fact_id, rows in history.items()]
 
 
 def end_user_export(*, user_id: str, end_user: EndUser | None) -> EndUserExport:
     """Everything stored for the person ``user_id`` names, as the caller read them (None:
     unknown). Passages are left out: they are copies of content.
+    Conversations come in the order they started, each with every message in order.
 
     An unknown person exports as empty, even if the feed still names them (the one
     ``forgotten`` event a forgotten person leaves behind holds nothing of theirs).
     """
     if end_user is None:
         return EndUserExport(summary=EndUserSummary(user_id=user_id))
+    facts, deleted = _fact_records(end_user)
     return EndUserExport(
         summary=_summaries([end_user])[0],
         account_email=end_user.account.email if end_user.account else None,
         documents=list(_in_code_point_order(MemoryDocument.objects.filter(end_user=end_user))),
         events=events_of_person(user_id=user_id),
         portal_links=list(PortalLink.objects.filter(end_user=end_user).order_by("created_at")),
+        conversations=conversations_with_messages(
+            list(Conversation.objects.filter(end_user=end_user).order_by("started_at", "id"))
+        ),
+        facts=facts, deleted_facts=deleted,
     )

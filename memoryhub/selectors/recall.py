@@ -6,9 +6,19 @@ user nobody has written for). Otherwise the query is embedded with the configure
 (timed separately, so callers and the benchmark can tell model time from search time) and
 ``memoryhub.store.recall.recall_search`` ranks the documents the session can see.
 
+``sources`` chooses what is searched: ``documents`` (the session's visible documents),
+``facts`` (the person's valid facts; invalid ones too with ``include_invalid``) and
+``messages`` (the person's captured messages, every session's); documents and facts by
+default. Each source is ranked exactly by the same score (``memoryhub.store.recall``), its
+best ``limit`` taken, and the sources merged by score: the result equals one ranking of
+everything.
+
 ``context`` is the ``<memori_context>`` block of the contract, built from the results that
 pass the threshold (with ``relaxed`` the results also show the ones that did not, for
-debugging, but the block never does); empty when none passes.
+debugging, but the block never does); empty when none passes. A document's line is
+``- <passage> Stated at <last change>``, a fact's ``- <content>. Stated at <valid_at>``
+(the contract's), a message's ``- The <role> said: <content> Stated at <created_at>``
+(times in UTC, ``%Y-%m-%d %H:%M:%S``).
 """
 
 from __future__ import annotations
@@ -16,16 +26,17 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from uuid import UUID
 
 from django.conf import settings
 from django.utils import timezone
 
 from memoryhub.infra.embeddings import get_provider, provider_key
-from memoryhub.models import EndUser
+from memoryhub.models import Conversation, EndUser
 from memoryhub.selectors.documents import memory_enabled
-from memoryhub.store.recall import Ranking, RecallHit, Visibility, recall_search
+from memoryhub.store.recall import Ranking, RecallHit, Visibility, recall_search, records_search
 from tenants.models import Tenant
 
 CONTEXT_HEADER = (
@@ -50,6 +61,9 @@ _STOPWORDS = frozenset(
     """.split()
 )
 _MIN_TERM_CHARS = 2
+SOURCES = ("documents", "facts", "messages")
+DEFAULT_SOURCES = ("documents", "facts")
+_KIND_OF_SOURCE = {"facts": "fact", "messages": "message"}
 
 
 @dataclass(frozen=True)
@@ -106,7 +120,8 @@ def query_embed(query: str) -> tuple[list[float] | None, str, float]:
 def memory_recall(
     *, tenant: Tenant, end_user: EndUser | None, query: str, limit: int,
     threshold: float | None, relaxed: bool, session_id: str | None, profile: str | None,
-    now: datetime | None = None,
+    now: datetime | None = None, sources: tuple[str, ...] | list[str] = DEFAULT_SOURCES,
+    include_invalid: bool = False,
 ) -> Recall:
     """``end_user``: the person asking, as read in this transaction (None when unknown)."""
     end_user = _visible_end_user(tenant=tenant, end_user=end_user, profile=profile)
@@ -116,21 +131,55 @@ def memory_recall(
     ranking = ranking_settings()
     vector, provider, embed_seconds = query_embed(query)
     started = time.perf_counter()
-    hits = recall_search(
-        visibility=Visibility(end_user.pk, session_id, profile),
-        query_vector=vector, provider=provider,
-        terms=query_terms(query, limit=ranking.max_query_terms), limit=limit,
-        threshold=None if relaxed else threshold, ranking=ranking, now=now or timezone.now(),
-    )
+    terms = query_terms(query, limit=ranking.max_query_terms)
+    cutoff = None if relaxed else threshold
+    moment = now or timezone.now()
+    hits: list[RecallHit] = []
+    if "documents" in sources:
+        hits += recall_search(
+            visibility=Visibility(end_user.pk, session_id, profile),
+            query_vector=vector, provider=provider, terms=terms, limit=limit,
+            threshold=cutoff, ranking=ranking, now=moment,
+        )
+    for source in SOURCES:
+        if source in sources and source in _KIND_OF_SOURCE:
+            hits += records_search(
+                kind=_KIND_OF_SOURCE[source], end_user_id=end_user.pk, query_vector=vector,
+                provider=provider, terms=terms, limit=limit, threshold=cutoff,
+                ranking=ranking, now=moment, include_invalid=include_invalid,
+            )
+    hits.sort(key=lambda hit: (-hit.score, -hit.updated_at.timestamp()))  # stable: ties keep order
+    hits = _with_fact_sessions(hits[:limit])
     search_seconds = time.perf_counter() - started
     passing = [hit for hit in hits if hit.score >= threshold]
     return Recall(hits, recall_context(passing), embed_seconds, search_seconds)
 
 
+def _with_fact_sessions(hits: list[RecallHit]) -> list[RecallHit]:
+    """Facts' results with the session of their source conversation (None without one)."""
+    wanted = set()
+    for hit in hits:
+        if hit.kind == "fact" and hit.conversation_id:
+            try:
+                wanted.add(UUID(hit.conversation_id))
+            except ValueError:
+                continue  # a source the app named freely: no conversation of ours
+    if not wanted:
+        return hits
+    sessions = {str(pk): session for pk, session in
+                Conversation.objects.filter(id__in=wanted).values_list("id", "session_id")}
+    return [replace(hit, session_id=sessions.get(hit.conversation_id or ""))
+            if hit.kind == "fact" else hit for hit in hits]
+
+
 def _context_line(hit: RecallHit) -> str:
     text = _WHITESPACE.sub(" ", hit.snippet).strip()
     text = _CONTEXT_TAG.sub(r"‹\1\2", text)
-    stated = hit.updated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    stated = (hit.stated_at or hit.updated_at).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    if hit.kind == "fact":
+        return f"- {text.rstrip(' .')}. Stated at {stated}\n"
+    if hit.kind == "message":
+        return f"- The {hit.role} said: {text} Stated at {stated}\n"
     return f"- {text} Stated at {stated}\n"
 
 

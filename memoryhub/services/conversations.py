@@ -34,8 +34,12 @@ from memoryhub.identifiers import USER_ID_RULE, is_user_id
 from memoryhub.models import Actor, Conversation, EndUser, Message, MessageRole
 from memoryhub.selectors.conversations import conversation_find
 from memoryhub.selectors.documents import memory_disabled_reason
+from memoryhub.services.augmentation import augmentation_schedule
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.events import conversation_deleted_event
+from memoryhub.services.facts import facts_sources_drop
+from memoryhub.services.passages import record_embedding_schedule
+from memoryhub.store.conversations import capture_state, messages_store
 from memoryhub.store.end_users import end_user_find
 from tenants.models import Tenant
 
@@ -203,31 +207,31 @@ def messages_capture(
         if not end_user.memory_enabled:
             return Capture(enabled=False)
     result = Capture(enabled=True)
-    already = _captured_client_ids(end_user, session_id, {m.client_id for m in messages})
+    client_ids = sorted({m.client_id for m in messages if m.client_id})
+    # One statement: the retry check, and the conversation the messages may continue.
+    already, latest = ({}, None) if new_conversation and not client_ids else capture_state(
+        end_user_id=end_user.pk, session_id=session_id, client_ids=client_ids,
+        latest=not new_conversation)
     kept = _apply_policy(tenant_capture_policy(tenant), messages, already, result)
     if not kept:
         result.conversation_id = next(iter(already.values()), None) if already else None
         return result
     now = timezone.now()
     first_at = kept[0].created_at or now
-    conversation = _target_conversation(
-        end_user=end_user, session_id=session_id, at=first_at, timeout=tenant.conversation_timeout_minutes,
-        new_conversation=new_conversation, profile=profile, process=process, now=now,
-    )
-    result.captured = _append(conversation, kept, now=now)
+    timeout = timedelta(minutes=tenant.conversation_timeout_minutes)
+    if latest is not None and first_at - latest.last_message_at < timeout:
+        conversation, started = latest, False
+    else:
+        conversation, started = Conversation(
+            tenant_id=end_user.tenant_id, end_user_id=end_user.pk, session_id=session_id,
+            profile=profile or "", process=process or "", started_at=first_at,
+            last_message_at=first_at, message_count=0,
+        ), True
+    result.captured = _append(conversation, kept, now=now, started=started)
     result.conversation_id = conversation.id
+    augmentation_schedule(tenant_id=tenant.id, conversation_id=conversation.id)
+    record_embedding_schedule(tenant_id=tenant.id, kind="conversation", record_id=conversation.id)
     return result
-
-
-def _captured_client_ids(end_user: EndUser, session_id: str, client_ids: set[str]) -> dict[str, UUID]:
-    """The caller's ids already captured in this session -> their conversation."""
-    client_ids.discard("")
-    if not client_ids:
-        return {}
-    rows = (Message.objects.filter(end_user=end_user, session_id=session_id,
-                                   client_id__in=sorted(client_ids))
-            .exclude(client_id="").values_list("client_id", "conversation_id"))
-    return dict(rows)
 
 
 def _apply_policy(
@@ -257,26 +261,11 @@ def _apply_policy(
     return kept
 
 
-def _target_conversation(
-    *, end_user: EndUser, session_id: str, at: datetime, timeout: int, new_conversation: bool,
-    profile: str | None, process: str | None, now: datetime,
-) -> Conversation:
-    """The session's latest conversation, locked, if the new messages continue it; else a new one."""
-    if not new_conversation:
-        latest = (Conversation.objects.select_for_update(no_key=True)
-                  .filter(end_user=end_user, session_id=session_id).order_by("-id").first())
-        if latest is not None and at - latest.last_message_at < timedelta(minutes=timeout):
-            return latest
-    conversation = Conversation(
-        tenant_id=end_user.tenant_id, end_user=end_user, session_id=session_id,
-        profile=profile or "", process=process or "", started_at=at, last_message_at=at,
-        message_count=0,
-    )
-    conversation.save(force_insert=True)
-    return conversation
-
-
-def _append(conversation: Conversation, kept: Sequence[IncomingMessage], *, now: datetime) -> list[Message]:
+def _append(
+    conversation: Conversation, kept: Sequence[IncomingMessage], *, now: datetime, started: bool
+) -> list[Message]:
+    """Store ``kept`` as the conversation's next messages, and the conversation's counters
+    (the whole conversation if it ``started`` here)."""
     rows = [
         Message(
             tenant_id=conversation.tenant_id, end_user_id=conversation.end_user_id,
@@ -287,10 +276,9 @@ def _append(conversation: Conversation, kept: Sequence[IncomingMessage], *, now:
         )
         for offset, message in enumerate(kept, start=1)
     ]
-    Message.objects.bulk_create(rows)
     conversation.message_count += len(rows)
     conversation.last_message_at = max([conversation.last_message_at, *(r.created_at for r in rows)])
-    conversation.save(update_fields=["message_count", "last_message_at"])
+    messages_store(conversation, rows, started=started)
     return rows
 
 
@@ -311,7 +299,8 @@ def conversation_summary_put(
         raise MemoryDisabled(f"Memory is disabled {reason}; the summary was not stored.")
     conversation.summary, _ = redacted(tenant_capture_policy(tenant), text)
     conversation.summary_updated_at = timezone.now()
-    conversation.save(update_fields=["summary", "summary_updated_at"])
+    conversation.summary_by = Actor.APP  # from now on augmentation keeps its summary out
+    conversation.save(update_fields=["summary", "summary_updated_at", "summary_by"])
     return conversation
 
 
@@ -331,10 +320,13 @@ def _locked_conversation(end_user: EndUser | None, conversation_id: str) -> Conv
 
 
 def conversations_remove(*, tenant: Tenant, user_id: str, ids: Iterable[UUID], actor: str) -> int:
-    """Delete these conversations (messages first, in one statement), one event each."""
+    """Delete these conversations (messages first, in one statement), one event each, and
+    what augmentation took only from them (``facts_sources_drop``)."""
     ids = list(ids)
     if not ids:
         return 0
+    facts_sources_drop(user_id=user_id, actor=actor, message_ids=list(
+        Message.objects.filter(conversation_id__in=ids).values_list("id", flat=True)))
     Message.objects.filter(conversation_id__in=ids).delete()
     Conversation.objects.filter(id__in=ids).delete()
     for conversation_id in ids:

@@ -72,3 +72,12 @@ def conversation_deleted_event(*, tenant_id: int, user_id: str, actor: str,
     return event_record(
         tenant_id=tenant_id, type=EventType.CHANGED, user_id=user_id, actor=actor, data=data
     )
+
+
+def fact_changed_event(*, tenant_id: int, user_id: str, actor: str, change: str,
+                       fact_id: str, fact_type: str) -> MemoryEvent:
+    """``fact.changed``: ``change`` is created, updated, merged, invalidated or deleted."""
+    data = {"change": change, "fact_id": fact_id, "type": fact_type}
+    return event_record(
+        tenant_id=tenant_id, type=EventType.FACT_CHANGED, user_id=user_id, actor=actor, data=data
+    )

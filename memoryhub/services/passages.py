@@ -37,8 +37,8 @@ from memoryhub.chunking import Passage as Chunk
 from memoryhub.chunking import split_passages
 from memoryhub.infra.db import halfvec_literal
 from memoryhub.infra.embeddings import EmbeddingProvider, get_provider, provider_key
-from memoryhub.infra.publisher import embedding_enqueue
-from memoryhub.models import MemoryDocument, Passage
+from memoryhub.infra.publisher import embedding_enqueue, record_embedding_enqueue
+from memoryhub.models import Fact, MemoryDocument, Message, Passage
 from memoryhub.store.passages import (
     passage_vectors,
     passage_vectors_store,
@@ -47,6 +47,7 @@ from memoryhub.store.passages import (
     passages_of_document,
     passages_rewrite,
 )
+from memoryhub.store.recall import record_vectors_store
 
 
 def document_passages_rebuild(*, document: MemoryDocument, created: bool = False) -> None:
@@ -203,3 +204,76 @@ def documents_awaiting_vectors(*, created_before: datetime, limit: int) -> list[
         .order_by("document_id")[:limit]
     )
     return list(rows)
+
+
+# --- facts and messages (recall over them) -----------------------------------------------------
+#
+# A fact or a message is embedded whole (a message up to MESSAGE_EMBED_CHARS: a provider
+# reads a bounded input anyway). Facts: on commit of an API write, or of an edit that changed
+# the content (which clears the vector); augmentation embeds what it learns in its own run.
+# Messages: on commit of a capture, the conversation's messages still without a vector.
+# The sweep below finds what a lost message left behind, and ``reembed`` what another
+# provider embedded.
+
+MESSAGE_EMBED_CHARS = 8000
+
+
+def record_embedding_schedule(*, tenant_id: int, kind: str, record_id: object) -> None:
+    """On commit, ask for the vectors of a fact (``kind`` "fact") or of a conversation's
+    messages ("conversation")."""
+    transaction.on_commit(
+        partial(record_embedding_enqueue, tenant_id=tenant_id, kind=kind, record_id=str(record_id)),
+        robust=True,
+    )
+
+
+def _records_embed(kind: str, rows: Sequence[tuple[object, str]], provider: EmbeddingProvider) -> int:
+    if not rows:
+        return 0
+    texts = [text if kind == "fact" else text[:MESSAGE_EMBED_CHARS] for _, text in rows]
+    vectors = provider.embed(texts)
+    record_vectors_store(kind=kind, provider=provider_key(provider),
+                         ids=[str(pk) for pk, _ in rows], texts=texts,
+                         embeddings=[halfvec_literal(vector) for vector in vectors])
+    return len(rows)
+
+
+def record_embed(*, kind: str, record_id: str) -> int:
+    """The vectors a fact or a conversation's messages lack (of the current provider);
+    returns how many were stored. Idempotent: a second run finds nothing to do."""
+    provider = get_provider()
+    stale = _needs_vector(provider_key(provider))
+    if kind == "fact":
+        rows = list(Fact.objects.filter(stale, id=record_id).values_list("id", "content"))
+        return _records_embed("fact", rows, provider)
+    rows = list(Message.objects.filter(stale, conversation_id=record_id).order_by("seq")
+                .values_list("id", "content"))
+    return _records_embed("message", rows, provider)
+
+
+def records_awaiting_vectors(*, created_before: datetime, limit: int) -> list[tuple[str, str]]:
+    """("fact", id) and ("conversation", id) of facts and messages still without a vector,
+    written before a moment (the embeddings sweep)."""
+    facts = (Fact.objects.filter(embedding__isnull=True, updated_at__lt=created_before)
+             .order_by("id").values_list("id", flat=True)[:limit])
+    conversations = (Message.objects.filter(embedding__isnull=True, captured_at__lt=created_before)
+                     .order_by("conversation_id").values_list("conversation_id", flat=True)
+                     .distinct()[:limit])
+    return [("fact", str(pk)) for pk in facts] + [("conversation", str(pk)) for pk in conversations]
+
+
+def records_stale_count(*, provider: EmbeddingProvider) -> int:
+    """How many of the tenant's facts and messages have no vector of this provider."""
+    stale = _needs_vector(provider_key(provider))
+    return Fact.objects.filter(stale).count() + Message.objects.filter(stale).count()
+
+
+def records_reembed_batch(*, provider: EmbeddingProvider, batch_size: int) -> int:
+    """Embed the next ``batch_size`` stale facts, else messages, of the tenant (``reembed``)."""
+    stale = _needs_vector(provider_key(provider))
+    facts = list(Fact.objects.filter(stale).order_by("id").values_list("id", "content")[:batch_size])
+    if facts:
+        return _records_embed("fact", facts, provider)
+    messages = list(Message.objects.filter(stale).order_by("id")
+                    .values_list("id", "content")[:batch_size])
+    return _records_embed("message", messages, provider)

@@ -1,7 +1,8 @@
 """Writes about a whole person: their switch, forgetting them, one session, portal links.
 
 Forgetting (``end_user_forget``) removes every row about the person in one transaction:
-documents, passages, write tallies, portal links, the EndUser row, and every event naming
+documents, passages, conversations and their messages, facts with their history and
+augmentation's keys, write tallies, portal links, the EndUser row, and every event naming
 them (events hold paths, and paths can say as much as content: ``/health/diagnosis.md``).
 What is left is one ``memory.changed`` event with ``{"change": "forgotten"}`` and the
 ``user_id``, without path or scope: the feed's readers keep copies of documents and need to
@@ -27,10 +28,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.models import (
+    AugmentationFailure,
+    Conversation,
     EndUser,
     EventType,
+    Fact,
+    FactSourceKey,
+    FactVersion,
     MemoryDocument,
     MemoryEvent,
+    Message,
     Passage,
     PortalLink,
     Scope,
@@ -67,9 +74,15 @@ def end_user_forget(*, tenant: Tenant, user_id: str, actor: str) -> bool:
         # Children first, each in one statement, so the final delete finds nothing to collect.
         Passage.objects.filter(end_user=end_user).delete()
         MemoryDocument.objects.filter(end_user=end_user).delete()
+        Message.objects.filter(end_user=end_user).delete()
+        Conversation.objects.filter(end_user=end_user).delete()
         WriteTally.objects.filter(end_user=end_user).delete()
         PortalLink.objects.filter(end_user=end_user).delete()
+        Fact.objects.filter(end_user=end_user).delete()
+        FactVersion.objects.filter(end_user=end_user).delete()
+        FactSourceKey.objects.filter(end_user=end_user).delete()
         MemoryEvent.objects.filter(user_id=user_id).delete()
+        AugmentationFailure.objects.filter(user_id=user_id).delete()
         end_user.delete()
         event_record(
             tenant_id=tenant.id, type=EventType.CHANGED, user_id=user_id, actor=actor,

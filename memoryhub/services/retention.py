@@ -10,6 +10,11 @@ webhooks tell the tenant's app what went. The actor is ``app``: the deletion fol
 tenant's own retention setting, set by its admins for their app, and the contract's actors
 are ``assistant``, ``user`` and ``app`` only (no fourth value for consumers to learn).
 
+Conversations have their own setting, ``tenant.conversation_days``: the same hourly task
+(``memoryhub.tasks.retention_purge``) deletes each conversation whose last message is older
+(``memoryhub.services.conversations.conversations_expired_purge``, a ``deleted`` event with
+its ``conversation_id`` each, actor ``app`` as here); ``null`` keeps them.
+
 The write tallies behind ``max_writes_per_turn`` (``memoryhub.services.limits``) only matter
 during their turn or minute; :func:`write_tallies_purge` drops them a day later.
 """

@@ -48,6 +48,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
+from memoryhub.errors import echo
 from memoryhub.infra.jobs import DELIVER_WEBHOOK, job_enqueue
 from memoryhub.models import (
     DeliveryStatus,
@@ -56,6 +57,7 @@ from memoryhub.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from memoryhub.numbers import parse_natural
 from tenants.models import Tenant
 from tenants.services import audit_record
 
@@ -90,9 +92,10 @@ def signature(*, secret: str, timestamp: int, body: bytes) -> str:
 
 def signature_valid(*, secret: str, timestamp: str, body: bytes, header: str) -> bool:
     """What a receiver does (used by tests and documented for tenants)."""
-    if not timestamp.isdigit():
+    seconds = parse_natural(timestamp)
+    if seconds is None:
         return False
-    expected = signature(secret=secret, timestamp=int(timestamp), body=body)
+    expected = signature(secret=secret, timestamp=seconds, body=body)
     return hmac.compare_digest(expected, header)
 
 
@@ -123,11 +126,11 @@ def webhook_url_check(url: str, *, resolve: bool = True) -> None:
     try:
         infos = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise WebhookUrlError(f"The host {parts.hostname} does not resolve.") from exc
+        raise WebhookUrlError(f"The host {echo(parts.hostname)} does not resolve.") from exc
     for info in infos:
         if not _address_allowed(str(info[4][0])):
             raise WebhookUrlError(
-                f"The host {parts.hostname} resolves to {info[4][0]}, a private or reserved "
+                f"The host {echo(parts.hostname)} resolves to {info[4][0]}, a private or reserved "
                 "address; webhooks go to public addresses only."
             )
 

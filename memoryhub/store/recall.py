@@ -67,6 +67,7 @@ more than such a query saves and which big row estimates would trigger.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -75,7 +76,7 @@ from typing import Any
 from django.db import connection
 
 from memoryhub.infra.db import HalfVec
-from memoryhub.models import MemoryDocument, Passage
+from memoryhub.models import Fact, MemoryDocument, Message, Passage
 from memoryhub.store._rows import compact_sql
 from memoryhub.store._tenancy import tenant_id, tenant_is
 from memoryhub.store.passages import SEARCH_CONFIG
@@ -100,6 +101,9 @@ class Ranking:
 
 @dataclass(frozen=True)
 class RecallHit:
+    """One result: a document (by its best passage), or a fact or a message (``kind``);
+    the last fields are a fact's or a message's (``document_id`` etc. are 0 and empty)."""
+
     document_id: int
     passage_id: int
     path: str
@@ -112,6 +116,13 @@ class RecallHit:
     lexical: float | None
     confidence: float
     updated_at: datetime
+    kind: str = "document"
+    record_id: str | None = None
+    conversation_id: str | None = None
+    session_id: str | None = None
+    source: dict[str, Any] | None = None
+    stated_at: datetime | None = None  # a fact's valid_at, a message's created_at
+    role: str | None = None  # a message's
 
 
 _TENANT = "%(tenant)s"
@@ -284,3 +295,157 @@ def _hit(row: tuple) -> RecallHit:
         vector=None if vsim is None else float(vsim), lexical=None if lex is None else float(lex),
         confidence=float(confidence), updated_at=updated,
     )
+
+
+# --- facts and messages --------------------------------------------------------------------
+#
+# A fact or a message is its own result (no passages: a fact is one short statement, a
+# message is searched whole), ranked by the same blend and score as a document's best
+# passage: relevance from its vector (``embedding``, when one of the current provider is
+# there) and its full-text vector (``search``, computed by PostgreSQL on insert, so a row is
+# found lexically as soon as it commits), trigram matching for the same shortlist (the
+# ``fuzzy_candidates`` best by vector and exact words, plus as many not yet embedded, newest
+# first), then ``score = relevance * confidence * recency`` (a message's confidence is 1; the
+# age is a fact's last change, a message's ``created_at``). Exact: every visible row of the
+# person gets its distance (through the B-trees that begin with tenant and end user), which
+# costs about what a passage costs; no pruning is needed, as no row stands for another.
+# A fact is visible while valid (``include_invalid`` shows the others); facts and messages
+# belong to the person, not to a scope: every session of the person sees them.
+
+_RECORDS = """
+WITH terms AS (
+    SELECT t.term, plainto_tsquery('{config}', t.term) AS tq FROM unnest(%(terms)s::text[]) AS t(term)
+),
+any_term AS (
+    SELECT string_agg('(' || t.tq::text || ')', ' | ')::tsquery AS any_term
+    FROM terms t WHERE t.tq::text <> ''
+),
+visible AS MATERIALIZED (
+    SELECT p.id, {vector} AS vsim, {exact} AS exact, {confidence} AS confidence, p.{at} AS at
+    FROM {table} p
+    WHERE {tenant} AND p.end_user_id = %(end_user)s {valid}
+),
+prefuzzy AS NOT MATERIALIZED (
+    SELECT v.*, 1 - (1 - greatest(coalesce(v.vsim, 0), 0)) * (1 - %(lexical_weight)s * v.exact)
+             AS pre
+    FROM visible v
+),
+shortlist AS (
+    (SELECT c.id FROM prefuzzy c ORDER BY c.pre DESC, c.id LIMIT %(fuzzy_candidates)s)
+    UNION
+    (SELECT v.id FROM visible v WHERE v.vsim IS NULL ORDER BY v.at DESC, v.id DESC
+     LIMIT %(fuzzy_candidates)s)
+),
+fuzzy AS MATERIALIZED (
+    SELECT p.id, {fuzzy} AS lex
+    FROM shortlist s JOIN {table} p ON p.id = s.id AND {tenant}
+),
+scored AS (
+    SELECT c.id, c.vsim, c.confidence, c.at, coalesce(f.lex, c.exact) AS lex,
+           (1 - (1 - greatest(coalesce(c.vsim, 0), 0))
+              * (1 - %(lexical_weight)s * coalesce(f.lex, c.exact))) * c.confidence
+             / (1 + %(recency_weight)s * ln(1 + greatest(
+                    extract(epoch FROM %(now)s - c.at)::float8, 0) / 86400.0)) AS score
+    FROM prefuzzy c LEFT JOIN fuzzy f ON f.id = c.id
+    WHERE c.vsim IS NOT NULL OR coalesce(f.lex, c.exact) > 0
+),
+top AS (
+    SELECT * FROM scored r WHERE {threshold}
+    ORDER BY r.score DESC, r.at DESC, r.id LIMIT %(limit)s
+)
+SELECT r.id, p.content, r.score, r.vsim, r.lex, r.confidence, r.at, {extra}
+FROM top r JOIN {table} p ON p.id = r.id AND {tenant}
+ORDER BY r.score DESC, r.at DESC, r.id
+"""
+_RECORD_KINDS = {
+    # kind: (table, confidence, recency's time, valid-only test, extra columns)
+    "fact": (Fact._meta.db_table, "p.confidence", "updated_at", "AND p.invalid_at IS NULL",
+             "p.source, p.valid_at, NULL::text, NULL::text"),
+    "message": (Message._meta.db_table, "1.0::float8", "created_at", "",
+                "json_build_object('conversation_id', p.conversation_id::text), p.created_at, "
+                "p.session_id, p.role"),
+}
+RECORD_KINDS = tuple(_RECORD_KINDS)
+
+
+def records_search(
+    *, kind: str, end_user_id: int, query_vector: list[float] | None, provider: str,
+    terms: list[str], limit: int, threshold: float | None, ranking: Ranking, now: datetime,
+    include_invalid: bool = False,
+) -> list[RecallHit]:
+    """Rank the person's facts or messages (``kind``) for a query (the comment above);
+    ``threshold`` None keeps all."""
+    params: dict[str, Any] = {
+        "tenant": tenant_id(), "end_user": end_user_id, "provider": provider,
+        "lexical_weight": ranking.lexical_weight, "recency_weight": ranking.recency_weight,
+        "now": now, "limit": limit, "threshold": threshold,
+        "fuzzy_candidates": ranking.fuzzy_candidates, "terms": terms,
+        "n_terms": max(len(terms), 1), "fuzzy": FUZZY_THRESHOLD,
+    }
+    if query_vector is not None:
+        params["qvec"] = HalfVec(query_vector)
+    sql = _records_statement(kind, query_vector is not None, bool(terms), threshold is not None,
+                             include_invalid)
+    with connection.cursor() as cursor:
+        cursor.execute(_SESSION)
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [_record_hit(kind, row) for row in rows]
+
+
+@cache
+def _records_statement(kind: str, vector: bool, terms: bool, threshold: bool,
+                       include_invalid: bool) -> str:
+    table, confidence, at, valid, extra = _RECORD_KINDS[kind]
+    return compact_sql(_RECORDS.format(
+        config=SEARCH_CONFIG, table=table, tenant=tenant_is("p", param=_TENANT),
+        confidence=confidence, at=at, valid="" if include_invalid else valid, extra=extra,
+        vector=_VECTOR_SIMILARITY if vector else "NULL::float8",
+        exact=_EXACT_SHARE if terms else "0::float8",
+        fuzzy=_FUZZY_SHARE.replace("p.text", "p.content") if terms else "0::float8",
+        threshold="r.score >= %(threshold)s" if threshold else "true",
+    ))
+
+
+def _record_hit(kind: str, row: tuple) -> RecallHit:
+    record_id, content, score, vsim, lex, confidence, at, source, stated_at, session_id, role = row
+    similarity = vsim if vsim is not None else (lex or 0.0)
+    if isinstance(source, str):  # Django has psycopg read json as text
+        source = json.loads(source)
+    conversation_id = (source or {}).get("conversation_id")
+    return RecallHit(
+        document_id=0, passage_id=0, path="", scope="", scope_key="", snippet=content,
+        score=float(score), similarity=float(similarity),
+        vector=None if vsim is None else float(vsim), lexical=None if lex is None else float(lex),
+        confidence=float(confidence), updated_at=at, kind=kind, record_id=str(record_id),
+        conversation_id=None if conversation_id is None else str(conversation_id),
+        session_id=session_id, source=source if kind == "fact" else None, stated_at=stated_at,
+        role=role,
+    )
+
+
+# Vectors of facts and messages, stored by the embedding worker (memoryhub.services.passages)
+# only where the row still has the text they were computed from (a fact's edit clears its
+# vector and asks for a new one; the provider call takes no lock).
+_STORE_RECORD_VECTORS = """
+    UPDATE {table} p SET embedding = v.embedding::halfvec, embedding_provider = %(key)s
+    FROM unnest(%(ids)s::uuid[], %(texts)s::text[], %(embeddings)s::text[])
+        AS v(id, text, embedding)
+    WHERE {tenant} AND p.id = v.id {same_text}
+"""
+
+
+def record_vectors_store(
+    *, kind: str, provider: str, ids: list[str], texts: list[str], embeddings: list[str],
+) -> None:
+    """Store each vector (pgvector's text) on its fact or message (``kind``), tagged with
+    ``provider``, where a fact's content is still ``texts``' one (messages never change)."""
+    tenant = tenant_id()
+    sql = _STORE_RECORD_VECTORS.format(
+        table=_RECORD_KINDS[kind][0], tenant=tenant_is("p", param=_TENANT),
+        same_text="AND p.content = v.text" if kind == "fact" else "")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {
+            "tenant": tenant, "key": provider, "ids": ids, "texts": texts,
+            "embeddings": embeddings,
+        })

@@ -6,8 +6,10 @@ from typing import Any
 
 from django import forms
 
+from memoryhub.capture_policy import MAX_PATTERNS, ROLES
 from memoryhub.identifiers import PROFILE_RULE, is_profile_name, is_session_id
-from tenants.models import DEFAULT_LIMITS, Permission, Role
+from tenants.models import CONVERSATION_SETTING_FIELDS, DEFAULT_LIMITS, Permission, Role
+from tenants.services import MAX_CONVERSATION_TIMEOUT_MINUTES, tenant_setting_problem
 
 FORGET_WORD = "FORGET"
 
@@ -67,6 +69,15 @@ class MemorySwitchForm(forms.Form):
     )
 
 
+class ConversationPlaceForm(forms.Form):
+    """Where the person is among their conversations: the page of the list (a delete brings
+    that page back) and, in an opened conversation, the seq of the first message shown."""
+
+    page = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False,
+                              widget=forms.HiddenInput)
+    start = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
+
+
 # --- Tenant administration ---------------------------------------------------------------
 
 
@@ -76,6 +87,22 @@ def _limit_field(label: str) -> forms.IntegerField:
         help_text="Blank switches this limit off.",
         widget=forms.NumberInput(attrs={"inputmode": "numeric"}),
     )
+
+
+class PatternListField(forms.CharField):
+    """A textarea of one pattern a line; its value is the list (blank lines left out)."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off"})
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(strip=False, **kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        return "\n".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        return [line for line in text.splitlines() if line.strip()]
 
 
 LIMIT_LABELS = {
@@ -102,6 +129,36 @@ class TenantSettingsForm(forms.Form):
         label="Recall threshold", min_value=0.0, max_value=1.0,
         help_text="Recall results scoring under this are dropped (0 to 1).",
     )
+    # Conversations: named as the model names them, like the fields above.
+    capture_excluded_roles = forms.MultipleChoiceField(
+        label="Roles not captured", required=False, widget=forms.CheckboxSelectMultiple,
+        choices=[(role, role) for role in ROLES],
+        help_text="Messages of a ticked role are not stored.",
+    )
+    capture_drop_empty = forms.BooleanField(
+        label="Drop empty messages", required=False,
+        help_text="A message of only spaces and line breaks is not stored.",
+    )
+    capture_redact = PatternListField(
+        label="Redaction patterns", required=False,
+        help_text=f"One regular expression a line, at most {MAX_PATTERNS}; what they match "
+                  "is stored as [redacted]. Credentials are always redacted.",
+    )
+    conversation_timeout_minutes = forms.IntegerField(
+        label="New conversation after (minutes idle)", min_value=1,
+        help_text=f"From 1 minute to a week ({MAX_CONVERSATION_TIMEOUT_MINUTES}).",
+        widget=forms.NumberInput(attrs={"inputmode": "numeric"}),
+    )
+    max_message_bytes = _limit_field("Largest message (bytes)")
+    max_history_tokens = _limit_field("History text: most tokens")
+    augmentation_enabled = forms.BooleanField(
+        label="Learn facts from conversations", required=False,
+        help_text="Off: conversations are kept as history only.",
+    )
+    conversation_days = forms.IntegerField(
+        label="Keep conversations (days)", required=False, min_value=1,
+        help_text="Blank keeps conversations until they are deleted.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -110,6 +167,14 @@ class TenantSettingsForm(forms.Form):
 
     def limit_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in LIMIT_LABELS]
+
+    def clean(self) -> dict[str, Any]:
+        # The settings' own rules (tenants.services), the same the API applies: not repeated here.
+        cleaned = super().clean() or {}
+        for name in CONVERSATION_SETTING_FIELDS:
+            if name in cleaned and (problem := tenant_setting_problem(name, cleaned[name])):
+                self.add_error(name, problem)
+        return cleaned
 
 
 class MemoryToggleForm(forms.Form):
@@ -153,3 +218,8 @@ class RoleForm(forms.Form):
 
 class PeopleSearchForm(forms.Form):
     q = forms.CharField(label="Search by user id", required=False, max_length=128)
+
+
+class FactEditForm(forms.Form):
+    content = forms.CharField(strip=True, widget=forms.Textarea(attrs={"rows": 2}))
+    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)

@@ -6,12 +6,26 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import timedelta
+from uuid import UUID
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
-from memoryhub.models import EndUser, EventType, MemoryDocument, MemoryEvent, Profile, Scope
+from memoryhub.models import (
+    AugmentationFailure,
+    Conversation,
+    EndUser,
+    EventType,
+    Fact,
+    MemoryDocument,
+    MemoryEvent,
+    Message,
+    Profile,
+    Scope,
+)
+from memoryhub.selectors.conversations import conversations_per_person
 from tenants.context import web_user_context
 from tenants.models import ApiKey, AuditEntry, Invitation, Membership
 
@@ -175,7 +189,9 @@ PEOPLE_PAGE = 50
 def end_users_search(*, query: str) -> QuerySet[EndUser]:
     """End users whose user_id contains ``query``, with counts and sizes (never content)."""
     people = EndUser.objects.annotate(
-        document_count=Count("documents"), bytes_total=Sum("documents__bytes")
+        document_count=Count("documents"), bytes_total=Sum("documents__bytes"),
+        conversation_count=conversations_per_person(Count("id")),
+        message_count=conversations_per_person(Sum("message_count")),
     ).order_by("user_id")
     if query:
         people = people.filter(user_id__icontains=query)
@@ -184,3 +200,79 @@ def end_users_search(*, query: str) -> QuerySet[EndUser]:
 
 def audit_entries() -> QuerySet[AuditEntry]:
     return AuditEntry.objects.order_by("-created_at", "-id")
+
+
+@dataclass(frozen=True)
+class AugmentationStatus:
+    """The dashboard's augmentation card: the tenant's switch, the deployment's provider,
+    the backlog (conversations with messages after their cursor) and the latest failures."""
+
+    enabled: bool
+    provider: str
+    backlog: int
+    failures: list[AugmentationFailure]
+
+
+RECENT_FAILURES = 10
+
+
+def augmentation_status(*, enabled: bool) -> AugmentationStatus:
+    return AugmentationStatus(
+        enabled=enabled, provider=settings.AUGMENTATION_PROVIDER,
+        backlog=Conversation.objects.filter(message_count__gt=F("augmented_seq")).count(),
+        failures=list(AugmentationFailure.objects.order_by("-created_at", "-id")[:RECENT_FAILURES]),
+    )
+
+
+# --- the person's facts ---------------------------------------------------------------------
+
+FACT_GROUP_LABELS = {"profile": "About you", "preference": "What you like and dislike",
+                     "triple": "People and pets", "fact": "Other facts",
+                     "process_attribute": "Progress"}
+
+
+@dataclass(frozen=True)
+class FactSource:
+    conversation_id: UUID
+    message_id: UUID
+    seq: int
+
+
+@dataclass(frozen=True)
+class FactRow:
+    fact: Fact
+    sources: list[FactSource]
+
+
+@dataclass(frozen=True)
+class FactGroup:
+    type: str
+    label: str
+    rows: list[FactRow]
+
+
+@dataclass(frozen=True)
+class PersonFacts:
+    """The facts section: the valid facts grouped by type (in FACT_GROUP_LABELS' order), and
+    the ones no longer true apart, each with the messages it came from (the ones still kept)."""
+
+    groups: list[FactGroup]
+    invalid: list[FactRow]
+
+
+def person_facts(*, end_user: EndUser) -> PersonFacts:
+    """Two queries: the facts, then where their source messages are."""
+    facts = list(Fact.objects.filter(end_user=end_user).order_by("-id"))
+    ids = {m for f in facts for m in (f.source or {}).get("message_ids") or []}
+    located = {str(m_id): FactSource(conversation_id, m_id, seq) for m_id, conversation_id, seq in
+               Message.objects.filter(end_user=end_user, id__in=list(ids))
+               .values_list("id", "conversation_id", "seq")}
+
+    def row(fact: Fact) -> FactRow:
+        found = [located[m] for m in (fact.source or {}).get("message_ids") or [] if m in located]
+        return FactRow(fact, found)
+    valid = [row(f) for f in facts if f.invalid_at is None]
+    groups = [FactGroup(kind, label, [r for r in valid if r.fact.type == kind])
+              for kind, label in FACT_GROUP_LABELS.items()]
+    return PersonFacts(groups=[g for g in groups if g.rows],
+                       invalid=[row(f) for f in facts if f.invalid_at is not None])

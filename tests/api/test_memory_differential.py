@@ -61,6 +61,8 @@ def kit(acme: Any) -> Any:
     return acme
 
 
+_LONGEST = "/memories/" + "a" * 100 + "/" + "b" * 100 + "/" + "c" * 52  # 255 bytes stored
+
 SCRIPTS = {
     "listing order and depth": [
         create("/memories/notes-old/a.md"), create("/memories/notes/z.md", "zz"),
@@ -101,6 +103,15 @@ SCRIPTS = {
         rename("/memories/", "/memories/x"), rename("/memories/e", "/memories"),
         rename("/memories/e", "/memories/e/inner"), rename("/memories/b/c/a.md", "/memories/e/y/z.md/q"),
         rename("/memories/e/", "/memories/f/"), view("/memories"),
+    ],
+    # The longest values quoted whole (memoryhub.errors.ECHO_LIMIT): a path of 255 bytes (the
+    # limit) as written, with /memories and a slash, and an old_str of 300 characters.
+    "long values": [
+        create(_LONGEST, ("q" * 300 + "\n") * 2), view(_LONGEST), view(_LONGEST + "/"),
+        view(_LONGEST[:-1] + "d"), create(_LONGEST), str_replace(_LONGEST, "z" * 300, "y"),
+        str_replace(_LONGEST, "q" * 300, "y"), insert(_LONGEST, 99, "x"),
+        str_replace(_LONGEST[:-1] + "d", "q", "y"), delete(_LONGEST[:-1] + "d"),
+        rename(_LONGEST[:-1] + "d", _LONGEST), view("/memories"),
     ],
 }
 

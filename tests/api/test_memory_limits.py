@@ -30,6 +30,7 @@ def test_limits_default_to_the_spec_and_patch_reports_them(acme) -> None:
     assert acme.client.get("/api/v1/tenant").json()["limits"] == {
         "max_document_bytes": 16384, "max_index_entries": 50, "max_index_tokens": 1500,
         "max_scope_bytes": 262144, "max_writes_per_turn": 20,
+        "max_message_bytes": 65536, "max_history_tokens": 2000,
     }
 
 

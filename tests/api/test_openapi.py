@@ -46,6 +46,9 @@ SPEC_OPERATIONS: dict[str, set[str]] = {
     "/api/v1/users/{user_id}/conversations/{conversation_id}/summary": {"put"},
     "/api/v1/users/{user_id}/history": {"get"},
     "/api/v1/users/{user_id}/context": {"post"},
+    "/api/v1/users/{user_id}/facts": {"get", "post"},
+    "/api/v1/users/{user_id}/facts/{fact_id}": {"get", "patch", "delete"},
+    "/api/v1/users/{user_id}/facts/{fact_id}/history": {"get"},
 }
 METHODS = {"get", "put", "patch", "post", "delete"}
 
@@ -255,6 +258,27 @@ def test_every_documented_answer_is_what_the_operation_answers(
     check(f"{users}/recall", "post", c.post(f"{V1}/users/alice/recall",
                                             {"query": "zebra crossing"}, format="json"))
 
+    # Conversations: capture (201; 200 with memory off), read, summarise, history, context.
+    messages = f"{users}/sessions/{{session_id}}/messages"
+    captured = check(messages, "post", c.post(
+        f"{V1}/users/alice/sessions/s1/messages",
+        {"messages": [{"role": "user", "content": "Hi", "id": "m-1", "metadata": {"k": "v"}},
+                      {"role": "assistant", "content": "Hello"}], "profile": "work"},
+        format="json"))
+    conversation = f"{V1}/users/alice/conversations/{captured['conversation_id']}"
+    check(f"{users}/conversations/{{conversation_id}}/summary", "put",
+          c.put(f"{conversation}/summary", {"summary": "Greetings."}, format="json"))
+    check(f"{users}/conversations/{{conversation_id}}", "get", c.get(conversation))
+    check(f"{users}/conversations", "get", c.get(f"{V1}/users/alice/conversations"))
+    check(messages, "get", c.get(f"{V1}/users/alice/sessions/s1/messages", {"limit": 1}))
+    check(f"{users}/history", "get", c.get(f"{V1}/users/alice/history"))
+    check(f"{users}/context", "post", c.post(f"{V1}/users/alice/context",
+                                             {"query": "tea", "history": 2}, format="json"))
+    c.patch(f"{V1}/users/quiet", {"memory_enabled": False}, format="json")
+    check(messages, "post", c.post(f"{V1}/users/quiet/sessions/s1/messages",
+                                   {"messages": [{"role": "user", "content": "Hi"}]},
+                                   format="json"))  # 200, enabled false
+
     # End users.
     check(f"{users}/portal-link", "post", c.post(f"{V1}/users/alice/portal-link"))
     check(users, "get", c.get(f"{V1}/users/alice"))
@@ -264,12 +288,19 @@ def test_every_documented_answer_is_what_the_operation_answers(
     check(f"{V1}/users", "get", c.get(f"{V1}/users"))
     exported = check(f"{users}/export", "get", c.get(f"{V1}/users/alice/export"))
     assert exported["documents"] and exported["events"] and exported["portal_links"]
+    assert exported["conversations"][0]["messages"]
     check(f"{users}/export", "get", c.get(f"{V1}/users/nobody/export"))
 
     # Tenant administration.
     check(f"{V1}/tenant", "get", c.get(f"{V1}/tenant"))
     check(f"{V1}/tenant", "patch", c.patch(f"{V1}/tenant", {"limits": {"max_scope_bytes": None}},
                                            format="json"))
+    conversation_settings = {
+        "capture": {"excluded_roles": ["tool"], "drop_empty": False, "redact": ["x+y"]},
+        "conversation_timeout_minutes": 5, "max_message_bytes": None, "max_history_tokens": 10,
+        "augmentation_enabled": False, "retention": {"conversation_days": 3},
+    }
+    check(f"{V1}/tenant", "patch", c.patch(f"{V1}/tenant", conversation_settings, format="json"))
     check(f"{V1}/profiles/{{profile}}", "put",
           c.put(f"{V1}/profiles/work", {"disabled": True}, format="json"))  # 201
     check(f"{V1}/profiles/{{profile}}", "put",
@@ -324,6 +355,19 @@ def test_every_documented_answer_is_what_the_operation_answers(
     assert minted["api_key"].startswith("mh_") and minted["user_id"] == "alice"
     listed_keys = check(keys, "get", c.get(keys))
     assert "api_key" not in listed_keys["keys"][0]
+
+    # Facts: create (201), its duplicate (200), the list, one, an edit, its history.
+    facts = f"{users}/facts"
+    made = check(facts, "post", c.post(f"{V1}/users/alice/facts", {
+        "content": "User prefers dark mode", "type": "preference", "subject": "user",
+        "predicate": "prefers", "object": "dark mode"}, format="json"))
+    check(facts, "post", c.post(f"{V1}/users/alice/facts", {"content": "user prefers dark mode"},
+                                format="json"))
+    check(facts, "get", c.get(f"{V1}/users/alice/facts"))
+    one_fact = f"{V1}/users/alice/facts/{made['id']}"
+    check(f"{facts}/{{fact_id}}", "get", c.get(one_fact))
+    check(f"{facts}/{{fact_id}}", "patch", c.patch(one_fact, {"confidence": 0.5}, format="json"))
+    check(f"{facts}/{{fact_id}}/history", "get", c.get(f"{one_fact}/history"))
 
     # The error body, from an operation that documents it.
     check(docs["global"][0], "get", c.get(f"{V1}/users/alice/documents/global/none.md"))  # 404

@@ -51,7 +51,8 @@ def rows_about(kit, user: str) -> dict[str, int]:
 
 
 EMPTY = {"documents": {"session": 0, "profile": 0, "global": 0, "total": 0}, "bytes": 0,
-         "sessions": 0, "profiles": 0, "memory_enabled": True, "created_at": None}
+         "sessions": 0, "profiles": 0, "conversations": 0, "messages": 0,
+         "memory_enabled": True, "created_at": None}
 
 
 # --- show and list ---------------------------------------------------------------------------
@@ -224,7 +225,7 @@ def test_export_of_an_unknown_person_is_empty(acme, globex) -> None:
     seed_person(acme)
     assert globex.client.get(f"{USERS}/alice/export").json() == {
         "user_id": "alice", **EMPTY, "account_email": None, "documents": [], "events": [],
-        "portal_links": []}
+        "portal_links": [], "conversations": [], "facts": [], "deleted_facts": []}
 
 
 # --- portal links ------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from tests.benchmarks.benchserver import (
     manage,
     percentile,
     purge_queue,
+    run_clients,
 )
 
 OPS = {  # operation -> weight in the mix
@@ -227,17 +228,8 @@ def main() -> None:
 
 
 def run_round(base: str, key: str, users: list[int], clients: int, seconds: float, seed_: int) -> list:
-    queue: mp.Queue = mp.Queue()
-    procs = [
-        mp.Process(target=client_loop, args=(base, key, users[i::clients], seconds, seed_ + i, queue))
-        for i in range(clients)
-    ]
-    for proc in procs:
-        proc.start()
-    results = [queue.get() for _ in procs]
-    for proc in procs:
-        proc.join()
-    return results
+    return run_clients(client_loop, lambda i: (base, key, users[i::clients], seconds, seed_ + i),
+                       clients)
 
 
 def report(results: list, seconds: float) -> tuple[float, float, float, float, float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import secrets
 import signal
@@ -10,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -81,6 +82,7 @@ def serving(cmd: list[str], env: dict[str, str], port: int, name: str) -> Iterat
     """Run the server ``cmd`` listening on ``port`` until /healthz answers; stop it after."""
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
+    _server_pids[base] = proc.pid
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -95,6 +97,51 @@ def serving(cmd: list[str], env: dict[str, str], port: int, name: str) -> Iterat
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+_server_pids: dict[str, int] = {}  # base URL -> its gunicorn's master
+
+
+def server_cpu_seconds(env: dict[str, str], base: str) -> float:
+    """CPU seconds the server under test has used so far: gunicorn at ``base`` (master and
+    workers) and the embedded database cluster (every backend and background process).
+
+    On a machine that other work keeps busy, latency mostly measures the queue for the
+    cores; the CPU a request costs the server moves far less. Read from /proc (Linux):
+    each process's own time and that of its children that exited."""
+    cluster = Path(env.get("MEMORYHUB_DATA_DIR") or ROOT / "var").resolve() / "pgdata"
+    roots = {_server_pids[base], int((cluster / "postmaster.pid").read_text().split()[0])}
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (command)"
+        parents[int(entry.name)] = int(fields[1])
+        ticks[int(entry.name)] = sum(int(field) for field in fields[11:15])  # u, s, cu, cs
+    tree = set(roots)
+    while True:
+        more = {pid for pid, parent in parents.items() if parent in tree} - tree
+        if not more:
+            break
+        tree |= more
+    return sum(ticks.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
+
+
+def run_clients(target: Callable[..., None], args: Callable[[int], tuple], clients: int) -> list:
+    """Run ``target(*args(i), queue)`` in ``clients`` processes; what each put on the queue."""
+    queue: mp.Queue = mp.Queue()
+    procs = [mp.Process(target=target, args=(*args(i), queue)) for i in range(clients)]
+    for proc in procs:
+        proc.start()
+    results = [queue.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    return results
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memoryhub.errors import ECHO_LIMIT
 from memoryhub.paths import (
     InvalidPath,
     display_path,
@@ -89,6 +90,35 @@ class TestNormalize:
         assert info.value.path == raw
         assert str(info.value) == f"Error: {raw} is not an allowed path"
 
+    @pytest.mark.parametrize("raw", [
+        "/notes\uff0fdiet.md",  # fullwidth solidus: reads as /notes/diet.md
+        "/notes\u2215diet.md",  # division slash
+        "/notes\u2044diet.md",  # fraction slash
+        "/notes\u29f8diet.md", "/notes\u2571diet.md", "/notes\u27cbdiet.md",
+        "/notes/diet\u2024md",  # one-dot leader: reads as diet.md
+        "/notes/diet\uff0emd",  # fullwidth full stop
+        "/notes/\u2024env",  # reads as the hidden /notes/.env
+        "/notes/\u2025/x",  # two-dot leader: reads as /notes/../x
+        "/notes/diet\ufe52md", "/notes/diet\u0701md", "/notes/diet\ua60emd",
+        "/no\u200btes/a.md",  # zero-width space: /notes/a.md and /no-tes/a.md look alike
+        "/a\u200cb", "/a\u200db", "/a\u2060b", "/\ufeffa.md", "/a\u00adb",  # ZWNJ, ZWJ...
+        "/a\u200eb", "/a\u200fb", "/a\u061cb",  # bidi marks
+        "/a\u202ab", "/a\u2066b", "/a\u2069b",  # bidi embedding and isolates
+        "/a\U000e0041b",  # a tag character
+        "/a\u3164b", "/\u115f.md", "/a\u034fb",  # Hangul filler, grapheme joiner
+    ])
+    def test_invisible_characters_and_lookalikes_of_slash_and_dot_are_refused(
+        self, raw: str
+    ) -> None:
+        with pytest.raises(InvalidPath) as info:
+            normalize_path(raw)
+        assert str(info.value) == f"Error: {raw} is not an allowed path"
+
+    @pytest.mark.parametrize("raw", ["/notes/diet.md", "/ノート/食事.md", "/café/ü·ß.md",
+                                     "/notes/wait….md", "/math/a÷b×c.md", "/a-b – c — d.md"])
+    def test_ordinary_letters_and_punctuation_stay_allowed(self, raw: str) -> None:
+        assert normalize_path(raw) == raw
+
     @pytest.mark.parametrize("raw", [None, 5, b"/a.md", ["/a.md"], {"path": "/a"}])
     def test_non_strings_are_refused(self, raw: object) -> None:
         with pytest.raises(InvalidPath) as info:
@@ -131,6 +161,15 @@ class TestNormalize:
 
 def test_invalid_path_message_echoes_the_raw_path() -> None:
     assert invalid_path_message("/memories/../x") == "Error: /memories/../x is not an allowed path"
+
+
+def test_every_accepted_path_is_quoted_whole_and_a_longer_one_cut() -> None:
+    longest = "/memories/" + "a" * 254 + "/"  # the longest accepted as written: 265 characters
+    assert normalize_path(longest) == "/" + "a" * 254
+    assert len(longest) <= ECHO_LIMIT
+    assert invalid_path_message(longest) == f"Error: {longest} is not an allowed path"
+    huge = "/" + "x" * 100_000
+    assert invalid_path_message(huge) == f"Error: /{'x' * (ECHO_LIMIT - 1)}… is not an allowed path"
 
 
 def test_display_path() -> None:

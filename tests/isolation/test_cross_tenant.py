@@ -116,6 +116,23 @@ CASES: list[Case] = [
     Case("get", "/api/v1/users/{user}/history?limit=50&exclude_session=s2"),
     Case("post", "/api/v1/users/{user}/context",
          {"session_id": "s2", "query": "Lisbon vegetarian", "history": 5}),
+    # facts: acme's person's fact
+    Case("get", "/api/v1/users/{user}/facts"),
+    Case("get", "/api/v1/users/{user}/facts?include_invalid=true&type=preference"),
+    Case("post", "/api/v1/users/{user}/facts", {"content": "User is vegetarian"}),
+    Case("get", "/api/v1/users/{user}/facts/{fact}"),
+    Case("get", "/api/v1/users/{user}/facts/{fact}", headers={"If-None-Match": '"1"'}),
+    Case("patch", "/api/v1/users/{user}/facts/{fact}", {"content": "mine"}),
+    Case("patch", "/api/v1/users/{user}/facts/{fact}", {"confidence": 0.1},
+         headers={"If-Match": '"1"'}),
+    Case("delete", "/api/v1/users/{user}/facts/{fact}"),
+    Case("delete", "/api/v1/users/{user}/facts/{fact}", headers={"If-Match": '"1"'}),
+    Case("get", "/api/v1/users/{user}/facts/{fact}/history"),
+    # recall over each source: acme's person's fact ("User is Vegetarian") and messages
+    *[Case("post", "/api/v1/users/{user}/recall",
+           {"query": "vegetarian Lisbon", "relaxed": True, "sources": sources,
+            "include_invalid": True})
+      for sources in (["facts"], ["messages"], ["documents", "facts", "messages"])],
 ]
 
 
@@ -140,13 +157,17 @@ def seed_acme(acme) -> dict[str, str]:
     bound = acme.client.post("/api/v1/keys", {"name": "alice's phone", "user_id": VICTIM},
                              format="json")
     assert bound.status_code == 201, bound.content
+    fact = acme.client.post(f"/api/v1/users/{VICTIM}/facts",
+                            {"content": "User is Vegetarian", "type": "profile"}, format="json")
+    assert fact.status_code == 201, fact.content
     return {"webhook": str(webhook), "conversation": captured.json()["conversation_id"],
-            "key": str(bound.json()["id"])}
+            "fact": fact.json()["id"], "key": str(bound.json()["id"])}
 
 
 def acme_state(acme) -> dict[str, Any]:
     """Everything acme can see, as acme sees it."""
     urls = [f"/api/v1/users/{VICTIM}/export", f"/api/v1/users/{VICTIM}/documents",
+            f"/api/v1/users/{VICTIM}/facts?include_invalid=true",
             f"/api/v1/users/{VICTIM}/conversations", f"/api/v1/users/{VICTIM}/sessions/s1/messages",
             "/api/v1/users", "/api/v1/profiles", "/api/v1/events?limit=1000", "/api/v1/tenant",
             "/api/v1/webhooks", "/api/v1/keys"]
@@ -196,7 +217,7 @@ def target_and_absent(case: Case, seeded: dict[str, str]) -> tuple[dict[str, str
     target = {"user": VICTIM, "profile": "cooking", **seeded}
     absent = {"user": f"ghost-{next(_ghosts)}", "profile": "ghost-profile",
               "webhook": str(int(seeded["webhook"]) + 10_000), "conversation": str(uuid7()),
-              "key": str(int(seeded["key"]) + 10_000)}
+              "fact": str(uuid7()), "key": str(int(seeded["key"]) + 10_000)}
     used = [name for name in target if "{" + name + "}" in case.url]
     return {name: target[name] for name in used}, {name: absent[name] for name in used}
 
@@ -224,7 +245,7 @@ def test_every_api_route_has_a_case() -> None:
                if isinstance(p, URLResolver) and p.namespace == "api")
     routes = {p.name for p in api.url_patterns}
     names = {"user": VICTIM, "profile": "cooking", "webhook": "1", "conversation": str(uuid7()),
-             "key": "1"}
+             "fact": str(uuid7()), "key": "1"}
     covered = {resolve(case.url.format(**names).split("?")[0]).url_name for case in CASES}
     assert routes - covered == set()
 
@@ -249,5 +270,14 @@ def test_the_cases_really_reach_acmes_data_with_acmes_key(acme, globex) -> None:
     assert [m["client_id"] for m in messages] == ["m1", None]
     history = acme.client.get(f"/api/v1/users/{VICTIM}/history").json()
     assert "Lisbon" in history["text"]
-    context = send(acme.client, CASES[-1], names).json()
+    context = send(acme.client, next(c for c in CASES if c.url.endswith("/context")), names).json()
     assert "Lisbon" in context["history"]["text"]
+    fact = acme.client.get(f"/api/v1/users/{VICTIM}/facts/{names['fact']}")
+    assert fact.status_code == 200 and "Vegetarian" in fact.json()["content"]
+    assert acme.client.get(f"/api/v1/users/{VICTIM}/facts/{names['fact']}/history").status_code == 200
+    for sources, kinds in ((["facts"], {"fact"}), (["messages"], {"message"}),
+                           (["documents", "facts", "messages"], {"document", "fact", "message"})):
+        case = next(c for c in CASES if c.body and c.body.get("sources") == sources)
+        results = send(acme.client, case, names).json()["results"]
+        assert {r["kind"] for r in results} == kinds, sources
+        assert any("Vegetarian" in r["snippet"] or "vegetarian" in r["snippet"] for r in results)

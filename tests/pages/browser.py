@@ -103,6 +103,13 @@ class Api:
         assert response.status_code == 200, response.text
         return response.json()
 
+    def capture(self, user_id: str, session_id: str, messages: list[dict[str, Any]],
+                **body: Any) -> dict[str, Any]:
+        response = self.http.post(f"/users/{user_id}/sessions/{session_id}/messages",
+                                  json={"messages": messages, **body})
+        assert response.status_code == 201, response.text
+        return response.json()
+
     def portal_link(self, user_id: str) -> str:
         response = self.http.post(f"/users/{user_id}/portal-link")
         assert response.status_code == 201, response.text

@@ -20,6 +20,9 @@ SETTINGS = {
     "name": "Acme", "memory_enabled": "on", "recall_threshold": "0.15", "session_days": "30",
     "max_document_bytes": "16384", "max_index_entries": "50", "max_index_tokens": "1500",
     "max_scope_bytes": "262144", "max_writes_per_turn": "20",
+    "capture_excluded_roles": ["system"], "capture_drop_empty": "on", "capture_redact": "",
+    "conversation_timeout_minutes": "30", "max_message_bytes": "65536",
+    "max_history_tokens": "2000", "augmentation_enabled": "on", "conversation_days": "",
 }
 
 

@@ -33,8 +33,10 @@ def test_a_document_is_found_lexically_as_soon_as_its_write_commits(acme, globex
     body = response.json()
     assert paths(response) == ["/notes/diet.md"]
     hit = body["results"][0]
-    assert set(hit) == {"path", "scope", "snippet", "score", "similarity", "confidence",
-                        "updated_at"}
+    assert set(hit) == {"kind", "id", "conversation_id", "session_id", "path", "scope",
+                        "snippet", "score", "similarity", "confidence", "updated_at", "source"}
+    assert (hit["kind"], hit["id"], hit["conversation_id"], hit["session_id"], hit["source"]) == (
+        "document", None, None, None, None)
     assert hit["scope"] == "global" and hit["snippet"] == DIET and hit["confidence"] == 1.0
     assert 0 < hit["score"] <= hit["similarity"] <= 1
 

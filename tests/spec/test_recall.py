@@ -11,7 +11,9 @@ CONTEXT_HEADER = (
     "Only use the relevant context if it is relevant to the user's query.\n"
     "Relevant context about the user:\n"
 )
-RESULT_FIELDS = {"path", "scope", "snippet", "score", "similarity", "confidence", "updated_at"}
+RESULT_FIELDS = {"path", "scope", "snippet", "score", "similarity", "confidence", "updated_at",
+                 # spec: Facts, every result gains "kind" (and ids, null for a document)
+                 "kind", "id", "conversation_id", "session_id", "source"}
 
 
 def recall(kit, user_id: str = "alice", **body) -> dict:

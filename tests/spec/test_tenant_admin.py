@@ -5,21 +5,23 @@ from __future__ import annotations
 from tests.spec.api_client import BASE, assert_error, err, index, ok, put_document
 
 DEFAULT_LIMITS = {"max_document_bytes": 16384, "max_index_entries": 50, "max_index_tokens": 1500,
-                  "max_scope_bytes": 262144, "max_writes_per_turn": 20}
+                  "max_scope_bytes": 262144, "max_writes_per_turn": 20,
+                  # the conversation settings, also spelt at the top level
+                  "max_message_bytes": 65536, "max_history_tokens": 2000}
 
 
 def test_settings_show_the_defaults_and_patch_changes_only_what_is_sent(acme, globex) -> None:
     body = acme.client.get(f"{BASE}/tenant").json()
     assert body["name"] == "Acme" and body["memory_enabled"] is True
     assert body["limits"] == DEFAULT_LIMITS
-    assert set(body["retention"]) == {"session_days"}
+    assert set(body["retention"]) == {"session_days", "conversation_days"}
     response = acme.client.patch(f"{BASE}/tenant", {
         "name": "Acme Corp", "limits": {"max_document_bytes": 100, "max_scope_bytes": None},
         "retention": {"session_days": 7}}, format="json")
     assert response.status_code == 200
     assert response.json()["limits"] == {**DEFAULT_LIMITS, "max_document_bytes": 100,
                                          "max_scope_bytes": None}
-    assert response.json()["retention"] == {"session_days": 7}
+    assert response.json()["retention"] == {"session_days": 7, "conversation_days": None}
     assert acme.client.get(f"{BASE}/tenant").json() == response.json()
     assert globex.client.get(f"{BASE}/tenant").json()["limits"] == DEFAULT_LIMITS
     for bad in ({"limits": {"max_document_bytes": 0}}, {"limits": {"max_document_bytes": "big"}},

@@ -62,7 +62,7 @@ def delivery_of(kit) -> WebhookDelivery:
 def test_create_shows_the_secret_once_then_only_a_hint(acme, globex, private_urls_allowed) -> None:
     created = create(acme, "https://hooks.example.com/memory")
     assert created["secret"].startswith("whsec_") and len(created["secret"]) > 40
-    assert created["event_types"] == ["memory.changed", "memory.pressure"]
+    assert created["event_types"] == ["fact.changed", "memory.changed", "memory.pressure"]
     assert created["enabled"] is True and created["last_status"] is None
     listed = acme.client.get("/api/v1/webhooks").json()["webhooks"]
     assert [w["id"] for w in listed] == [created["id"]]

@@ -17,11 +17,12 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import kombu.pools
 import pytest
 import redis
 
 from memoryhub.celery import app as celery_app
-from memoryhub.infra.publisher import embedding_publisher
+from memoryhub.infra.publisher import embedding_publisher, record_publisher
 
 REDIS_URL = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
 READY_TIMEOUT = 60.0
@@ -29,13 +30,17 @@ READY_TIMEOUT = 60.0
 
 def _point_celery_at(conf: dict) -> None:
     """Reconfigure this process's Celery; its producer pool and queue table are cached.
-    What the publisher thread holds goes to the broker it was meant for first."""
+    What the publisher thread holds goes to the broker it was meant for first. kombu keeps
+    producer pools per broker URL too: without ``pools.reset()`` a second module with a
+    worker would get the first one's closed pool back."""
     embedding_publisher.flush()
+    record_publisher.flush()
     celery_app.conf.update(conf)
     if celery_app._pool is not None:
         celery_app._pool.force_close_all()
     celery_app._pool = None
     celery_app.__dict__.pop("amqp", None)
+    kombu.pools.reset()
 
 
 @pytest.fixture(scope="module")

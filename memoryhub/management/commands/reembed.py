@@ -1,4 +1,4 @@
-"""``manage.py reembed``: give every passage a vector of the configured provider.
+"""``manage.py reembed``: give every passage, fact and message a vector of the configured provider.
 
 Run it after changing ``EMBEDDINGS_PROVIDER``/model (recall ignores vectors of another
 provider meanwhile, falling back to lexical search for those documents). It works tenant by
@@ -15,7 +15,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser, OutputWrapper
 
 from memoryhub.infra.embeddings import get_provider, provider_key
-from memoryhub.services.passages import passages_reembed_batch, passages_stale_count
+from memoryhub.services.passages import (
+    passages_reembed_batch,
+    passages_stale_count,
+    records_reembed_batch,
+    records_stale_count,
+)
 from tenants.context import tenant_context
 from tenants.models import Tenant
 
@@ -71,19 +76,21 @@ class Command(BaseCommand):
         work = []
         for tenant_id in tenants.values_list("id", flat=True):
             with tenant_context(tenant_id):
-                stale = passages_stale_count(provider=provider)
+                stale = (passages_stale_count(provider=provider)
+                         + records_stale_count(provider=provider))
             if stale:
                 work.append((tenant_id, stale))
         total = sum(stale for _, stale in work)
         if options["limit"] is not None:
             total = min(total, options["limit"])
-        self.stdout.write(f"Re-embedding {total} passages with {provider_key(provider)}.")
+        self.stdout.write(f"Re-embedding {total} passages, facts and messages with {provider_key(provider)}.")
         bar = ProgressBar(total, self.stdout)
         for tenant_id, _ in work:
             while bar.done < total:
                 with tenant_context(tenant_id):
                     size = min(options["batch_size"], total - bar.done)
-                    embedded = passages_reembed_batch(provider=provider, batch_size=size)
+                    embedded = (passages_reembed_batch(provider=provider, batch_size=size)
+                                or records_reembed_batch(provider=provider, batch_size=size))
                 if not embedded:
                     break
                 bar.advance(embedded)

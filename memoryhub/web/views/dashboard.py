@@ -38,13 +38,14 @@ from memoryhub.web.selectors import (
     PEOPLE_PAGE,
     api_keys_all,
     audit_entries,
+    augmentation_status,
     end_users_search,
     invitations_pending,
     members_all,
     profiles_all,
     tenant_overview,
 )
-from tenants.models import ApiKey, Invitation, Membership, Permission
+from tenants.models import CONVERSATION_SETTING_FIELDS, ApiKey, Invitation, Membership, Permission
 from tenants.services import (
     MembershipRuleError,
     api_key_create,
@@ -77,7 +78,8 @@ def _back(access: TenantAccess, name: str) -> HttpResponse:
 @require_GET
 def overview(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
     return _page(request, access, "overview.html", section="overview",
-                 overview=tenant_overview())
+                 overview=tenant_overview(),
+                 augmentation=augmentation_status(enabled=access.tenant.augmentation_enabled))
 
 
 @tenant_page()
@@ -101,7 +103,8 @@ def memory_toggle(request: HtmxHttpRequest, access: TenantAccess) -> HttpRespons
 
 def _settings_initial(access: TenantAccess) -> dict[str, Any]:
     tenant = access.tenant
-    fields = ["name", "memory_enabled", "session_days", "recall_threshold", *LIMIT_LABELS]
+    fields = ["name", "memory_enabled", "session_days", "recall_threshold", *LIMIT_LABELS,
+              *CONVERSATION_SETTING_FIELDS]
     return {name: getattr(tenant, name) for name in fields}
 
 

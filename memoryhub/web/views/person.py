@@ -1,4 +1,5 @@
-"""The person's page, "What the AI remembers": every document, edit, delete, forget, switch.
+"""The person's page, "What the AI remembers": every document, edit, delete, forget, switch,
+and their conversations (newest first, paged; opened one at a time to read every message).
 
 Reached by a portal session for this end user or by the account linked to it
 (``person_page``). Writes go through the same services as the API, with actor ``user``, so
@@ -7,27 +8,45 @@ the same limits and content rules apply and their messages are shown as they are
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
+from uuid import UUID
 
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.core.paginator import Page, Paginator
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memoryhub.errors import DocumentNotFound, MemoryRefusal, VersionMismatch
-from memoryhub.models import Actor, MemoryDocument
+from memoryhub.models import Actor, Conversation, EndUser, Fact, MemoryDocument
+from memoryhub.selectors.conversations import (
+    ConversationRun,
+    conversation_find,
+    conversation_run,
+    conversations_with_messages,
+    end_user_conversations,
+)
+from memoryhub.selectors.documents import end_user_find
+from memoryhub.selectors.facts import fact_find
 from memoryhub.selectors.people import end_user_export
+from memoryhub.services.conversations import ConversationNotFound, conversation_delete
 from memoryhub.services.documents import document_put, document_remove
+from memoryhub.services.facts import fact_delete, fact_update
 from memoryhub.services.people import end_user_forget, end_user_memory_set, session_forget
 from memoryhub.services.writer import Writer
 from memoryhub.web.access import PersonAccess, person_page
 from memoryhub.web.exports import export_json
 from memoryhub.web.forms import (
     FORGET_WORD,
+    ConversationPlaceForm,
     DocumentDeleteForm,
     DocumentEditForm,
+    FactEditForm,
     ForgetForm,
     MemorySwitchForm,
     SessionDeleteForm,
@@ -35,13 +54,16 @@ from memoryhub.web.forms import (
 from memoryhub.web.http import HtmxHttpRequest
 from memoryhub.web.partials import is_partial_request, render_page
 from memoryhub.web.portal import portal_grant_end
-from memoryhub.web.selectors import end_user_document, end_user_memory
+from memoryhub.web.selectors import end_user_document, end_user_memory, person_facts
 
 TEMPLATE = "web/person.html"
 STALE_MESSAGE = (
     "This document changed after you opened it, so your edit was not saved. "
     "The newer text is shown below; your text is kept underneath to copy from."
 )
+CONVERSATIONS_PAGE = 10
+PREVIEW_MESSAGES = 2  # the list shows each conversation's first messages; opening shows all
+MESSAGES_PAGE = 50
 
 
 def _person_url(access: PersonAccess, name: str = "web:person", **kwargs: Any) -> str:
@@ -49,7 +71,35 @@ def _person_url(access: PersonAccess, name: str = "web:person", **kwargs: Any) -
                                  "end_user_id": access.end_user.pk, **kwargs})
 
 
-def _context(access: PersonAccess, **extra: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ConversationList:
+    """The conversations section: a page of them (``page`` drives the pager), or one alone
+    (``page`` None) when a conversation's own URL is opened without htmx. ``at`` is the
+    number of the list's page the person is on, kept through opening, paging and deleting."""
+
+    page: Page[Conversation] | None
+    runs: list[ConversationRun]
+    at: int
+
+
+def _conversation_list(access: PersonAccess, page_number: int | str | None) -> ConversationList:
+    """Three queries whatever the page: the count, the page, the first messages of each."""
+    page = Paginator(end_user_conversations(end_user=access.end_user), CONVERSATIONS_PAGE)
+    shown = page.get_page(page_number)  # a bad or too large number gives the first or last
+    runs = conversations_with_messages(list(shown), first=PREVIEW_MESSAGES)
+    return ConversationList(shown, runs, at=shown.number)
+
+
+def _place(data: QueryDict) -> tuple[int, int]:
+    """(the list's page, the first message's seq) from the request; 1 for what is missing or
+    not a number."""
+    form = ConversationPlaceForm(data)
+    form.is_valid()
+    return form.cleaned_data.get("page") or 1, form.cleaned_data.get("start") or 1
+
+
+def _context(access: PersonAccess, *, conversations_at: int | str | None = None,
+             **extra: Any) -> dict[str, Any]:
     end_user = access.end_user
     return {
         "access": access,
@@ -57,6 +107,10 @@ def _context(access: PersonAccess, **extra: Any) -> dict[str, Any]:
         "end_user": end_user,
         "person_url": _person_url(access),
         "groups": end_user_memory(end_user=end_user),
+        "facts": SimpleLazyObject(partial(person_facts, end_user=end_user)),
+        # Read only by renders that show the section (not by a document's partial).
+        "conversation_list": SimpleLazyObject(partial(_conversation_list, access,
+                                                      conversations_at)),
         "forget_word": FORGET_WORD,
         "forget_form": extra.pop("forget_form", None) or ForgetForm(),
         **extra,
@@ -80,19 +134,24 @@ def _document_or_404(access: PersonAccess, document_id: int) -> MemoryDocument:
 
 
 def _list_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
-                  *, error: bool = False) -> HttpResponse:
-    """After a delete: the refreshed list for htmx, or back to the page (post/redirect/get)."""
+                  *, error: bool = False, section: str = "memory-list",
+                  conversations_at: int | None = None) -> HttpResponse:
+    """After a delete: the refreshed list (``section``) for htmx, or back to the page
+    (post/redirect/get); the conversations come back at the page they were deleted from."""
     if is_partial_request(request):
-        context = _context(access, notice=notice, notice_error=error)
-        return render_page(request, TEMPLATE, context, partials=["memory-list", "notice"])
+        context = _context(access, notice=notice, notice_error=error,
+                           conversations_at=conversations_at)
+        return render_page(request, TEMPLATE, context, partials=[section, "notice"])
     (messages.error if error else messages.success)(request, notice)
-    return redirect(_person_url(access))
+    if conversations_at is None:
+        return redirect(_person_url(access))
+    return redirect(f"{_person_url(access)}?page={conversations_at}#conversations")
 
 
 @person_page
 @require_GET
 def page(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
-    return render(request, TEMPLATE, _context(access))
+    return render(request, TEMPLATE, _context(access, conversations_at=request.GET.get("page")))
 
 
 @person_page
@@ -194,6 +253,68 @@ def session_delete(request: HtmxHttpRequest, access: PersonAccess) -> HttpRespon
     )
 
 
+# --- Conversations ---------------------------------------------------------------------------
+
+
+def _conversation_or_404(access: PersonAccess, conversation_id: UUID) -> Conversation:
+    """The person's own conversation; another person's or tenant's id is the same 404."""
+    conversation = conversation_find(end_user=access.end_user,
+                                     conversation_id=str(conversation_id))
+    if conversation is None:
+        raise Http404("No such conversation")
+    return conversation
+
+
+def _conversation(request: HtmxHttpRequest, access: PersonAccess, run: ConversationRun,
+                  *, is_open: bool, at: int) -> HttpResponse:
+    """One conversation, folded (its first messages) or open (a page of its messages): its
+    partial, or the page around it, showing it alone."""
+    context = _context(access, run=run, is_open=is_open, focus_run=run if is_open else None,
+                       conversation_list=ConversationList(page=None, runs=[run], at=at))
+    if is_open:
+        later = run.last_seq + 1 if run.has_later else None
+        earlier = max(1, run.first_seq - MESSAGES_PAGE) if run.has_earlier else None
+        context.update(earlier_start=earlier, later_start=later)
+    return render_page(request, TEMPLATE, context, partials=["conversation"])
+
+
+@person_page
+@require_GET
+def conversation_show(
+    request: HtmxHttpRequest, access: PersonAccess, conversation_id: UUID, folded: bool
+) -> HttpResponse:
+    """Open (a page of its messages, from ``?start=``) or folded again (its first messages;
+    without htmx that is the page itself)."""
+    conversation = _conversation_or_404(access, conversation_id)
+    at, start = _place(request.GET)
+    if not folded:
+        run = conversation_run(conversation=conversation, first_seq=start, limit=MESSAGES_PAGE)
+    elif is_partial_request(request):
+        [run] = conversations_with_messages([conversation], first=PREVIEW_MESSAGES)
+    else:
+        return redirect(f"{_person_url(access)}?page={at}#conv-{conversation.pk}")
+    return _conversation(request, access, run, is_open=not folded, at=at)
+
+
+@person_page
+@require_POST
+def conversation_delete_view(
+    request: HtmxHttpRequest, access: PersonAccess, conversation_id: UUID
+) -> HttpResponse:
+    conversation = _conversation_or_404(access, conversation_id)
+    at, _ = _place(request.POST)
+    try:
+        conversation_delete(tenant=access.tenant, user_id=access.end_user.user_id,
+                            conversation_id=str(conversation.pk), actor=Actor.USER)
+    except ConversationNotFound:
+        notice = "This conversation was already deleted."
+    else:
+        count = conversation.message_count
+        notice = (f"Deleted a conversation of session {conversation.session_id} "
+                  f"({count} message{'' if count == 1 else 's'}).")
+    return _list_changed(request, access, notice, section="conversations", conversations_at=at)
+
+
 @person_page
 @require_POST
 def memory_switch(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
@@ -233,3 +354,57 @@ def export(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
     response = HttpResponse(body, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="memory-{stamp}.json"'
     return response
+
+
+# --- Facts -----------------------------------------------------------------------------------
+
+
+def _locked_fact(access: PersonAccess, fact_id: UUID) -> tuple[EndUser, Fact]:
+    """The person's write lock, then their fact; another person's or tenant's is the same 404."""
+    end_user = end_user_find(user_id=access.end_user.user_id, for_update=True)
+    fact = fact_find(end_user=end_user, fact_id=str(fact_id), for_update=True)
+    if end_user is None or fact is None:
+        raise Http404("No such fact")
+    return end_user, fact
+
+
+def _facts_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
+                   *, error: bool = False) -> HttpResponse:
+    (messages.error if error else messages.success)(request, notice)
+    return redirect(f"{_person_url(access)}#facts")
+
+
+@person_page
+@require_POST
+def fact_edit(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
+    end_user, fact = _locked_fact(access, fact_id)
+    form = FactEditForm(request.POST)
+    if not form.is_valid():
+        return _facts_changed(request, access, "Write the fact to save.", error=True)
+    try:
+        fact_update(end_user=end_user, fact=fact, actor=Actor.USER,
+                    expected_version=form.cleaned_data["version"],
+                    content=form.cleaned_data["content"])
+    except VersionMismatch:
+        return _facts_changed(request, access, "This fact changed after you opened it and was "
+                                               "not saved. Check it again.", error=True)
+    except MemoryRefusal as refusal:
+        return _facts_changed(request, access, refusal.message, error=True)
+    return _facts_changed(request, access, f"Saved: {fact.content}")
+
+
+@person_page
+@require_POST
+def fact_invalidate(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
+    end_user, fact = _locked_fact(access, fact_id)
+    if fact.invalid_at is None:
+        fact_update(end_user=end_user, fact=fact, actor=Actor.USER, invalid_at=timezone.now())
+    return _facts_changed(request, access, f"Marked as no longer true: {fact.content}")
+
+
+@person_page
+@require_POST
+def fact_delete_view(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
+    end_user, fact = _locked_fact(access, fact_id)
+    fact_delete(end_user=end_user, fact=fact, actor=Actor.USER)
+    return _facts_changed(request, access, f"Deleted: {fact.content}")

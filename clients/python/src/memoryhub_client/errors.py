@@ -1,0 +1,43 @@
+"""``MemoryHubError``: every HTTP error the API answers, with its stable ``code``."""
+
+from __future__ import annotations
+
+import httpx
+
+
+class MemoryHubError(Exception):
+    """An HTTP error from MemoryHub: ``status`` (e.g. 404), ``code`` (snake_case, stable: branch
+    on it, e.g. ``"not_found"``, ``"precondition_failed"``, ``"rate_limited"``) and ``message``
+    (for people). A 429 carries ``retry_after``, the seconds to wait (``Retry-After``).
+
+    A memory tool command that fails is not an HTTP error: it is a result with ``is_error``
+    (see ``MemoryHub.memory``), meant for the model."""
+
+    def __init__(
+        self, status: int, code: str, message: str, *, retry_after: float | None = None
+    ) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> MemoryHubError:
+        """The API's error body ``{"error": {"code", "message"}}``; anything else (a proxy's
+        page, say) as ``http_<status>`` with the body's text."""
+        code, message = f"http_{response.status_code}", response.text[:500]
+        try:
+            error = response.json()["error"]
+            code, message = str(error["code"]), str(error["message"])
+        except (ValueError, KeyError, TypeError):
+            pass
+        return cls(response.status_code, code, message,
+                   retry_after=_seconds(response.headers.get("Retry-After")))
+
+
+def _seconds(raw: str | None) -> float | None:
+    try:
+        return float(raw) if raw is not None else None
+    except ValueError:  # an HTTP date: this API sends seconds, a proxy might not
+        return None

@@ -1,0 +1,94 @@
+"""``flush_to_memory``: one silent request with the memory tool, then the summary stored."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from llm_servers import ScriptedModel, claude, function_call, gpt, text, tool_use
+from memoryhub_client import AsyncMemoryHub, MemoryHub
+from memoryhub_client.flush import FLUSH_PROMPT, OPENAI_MEMORY_TOOL, flush_to_memory
+from memoryhub_client.middleware import with_memory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TALK = [{"role": "user", "content": "I moved to Lisbon last week."},
+        {"role": "assistant", "content": "Welcome to Lisbon!"}]
+SAVE = {"command": "create", "path": "/memories/home.md", "file_text": "Lives in Lisbon\n"}
+
+
+def captured(hub: MemoryHub, session_id: str) -> str:
+    result = hub.capture("alice", session_id, TALK)  # type: ignore[arg-type]
+    assert result["conversation_id"] is not None
+    return result["conversation_id"]
+
+
+def test_claude_saves_through_the_tool_runner_then_the_summary_is_stored(hub: MemoryHub) -> None:
+    conversation_id = captured(hub, "s-1")
+    with ScriptedModel([claude(tool_use("toolu_1", SAVE)), claude(text("DONE"))]) as model:
+        client = with_memory(anthropic.Anthropic(base_url=model.url, api_key="t", max_retries=0),
+                             hub, user_id="alice", session_id="s-1")
+        flushed = flush_to_memory(client, hub, TALK, user_id="alice", session_id="s-1",
+                                  summary="They moved to Lisbon.", model="claude-x",
+                                  system="You are a travel agent.")
+    assert (flushed.tool_calls, flushed.reply) == (1, "DONE")
+    assert flushed.conversation is not None and flushed.conversation["id"] == conversation_id
+    assert hub.conversation("alice", conversation_id)["summary"] == "They moved to Lisbon."
+    first, second = model.requests
+    assert first["messages"] == [*TALK, {"role": "user", "content": FLUSH_PROMPT}]
+    assert first["tools"] == [{"type": "memory_20250818", "name": "memory"}]
+    assert first["system"] == "You are a travel agent."
+    assert second["messages"][-1]["content"][0]["content"] == (
+        "File created successfully at: /memories/home.md")
+    assert hub.document_get("alice", "/home.md")["content"] == "Lives in Lisbon\n"
+    # Silent: the flush exchange is not captured, even through a with_memory client.
+    assert [m["content"] for m in hub.messages("alice", "s-1")["messages"]] == [
+        m["content"] for m in TALK]
+
+
+def test_openai_async_runs_the_memory_function_then_stores_the_summary(
+        hub: MemoryHub, live_server: Any, acme: Any) -> None:
+    conversation_id = captured(hub, "s-1")
+    later = captured(hub, "s-2")  # the latest conversation, not the one named
+    broken = function_call("call_2", {"command": "view", "path": "/memories/none.md"})
+    replies = [gpt(None, tool_calls=[function_call("call_1", SAVE), broken]), gpt("DONE")]
+
+    async def run(model: ScriptedModel) -> Any:
+        async with AsyncMemoryHub(live_server.url, acme.key) as async_hub:
+            client = openai.AsyncOpenAI(base_url=f"{model.url}/v1", api_key="t", max_retries=0)
+            return await flush_to_memory(client, async_hub, TALK, user_id="alice",
+                                         session_id="s-1", conversation_id=conversation_id,
+                                         summary="Moved to Lisbon.", model="gpt-x")
+
+    with ScriptedModel(replies) as model:
+        flushed = asyncio.run(run(model))
+    assert (flushed.tool_calls, flushed.reply) == (2, "DONE")
+    assert model.requests[0]["tools"] == [OPENAI_MEMORY_TOOL]
+    assert model.requests[0]["messages"][-1] == {"role": "user", "content": FLUSH_PROMPT}
+    results = [m for m in model.requests[1]["messages"] if m["role"] == "tool"]
+    assert results == [
+        {"role": "tool", "tool_call_id": "call_1",
+         "content": "File created successfully at: /memories/home.md"},
+        {"role": "tool", "tool_call_id": "call_2",
+         "content": hub.memory("alice", broken_input(broken))["content"]}]
+    assert hub.conversation("alice", conversation_id)["summary"] == "Moved to Lisbon."
+    assert hub.conversation("alice", later)["summary"] is None
+
+
+def broken_input(call: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(call["function"]["arguments"])
+
+
+def test_without_a_conversation_or_a_summary_nothing_is_stored(hub: MemoryHub) -> None:
+    with ScriptedModel([gpt("DONE"), gpt("DONE")]) as model:
+        client = openai.OpenAI(base_url=f"{model.url}/v1", api_key="t", max_retries=0)
+        assert flush_to_memory(client, hub, TALK, user_id="alice", session_id="s-9",
+                               summary="x", model="gpt-x").conversation is None
+        conversation_id = captured(hub, "s-9")
+        assert flush_to_memory(client, hub, TALK, user_id="alice", session_id="s-9",
+                               model="gpt-x").conversation is None
+    assert hub.conversation("alice", conversation_id)["summary"] is None

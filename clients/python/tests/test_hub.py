@@ -1,0 +1,237 @@
+"""``MemoryHub`` and ``AsyncMemoryHub`` against a live MemoryHub: every endpoint, over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+import pytest
+from memoryhub_client import AsyncMemoryHub, MemoryHub, MemoryHubError
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+USER = "ext:42|team+a@example.com"  # every punctuation mark a user_id may hold
+
+
+def first_refusal(call: Any) -> MemoryHubError:
+    """The error of the first of a few calls that fails (the rate limit counts earlier ones)."""
+    with pytest.raises(MemoryHubError) as caught:
+        for _ in range(5):
+            call()
+    return caught.value
+
+
+def error_of(call: Any, *args: Any, **kwargs: Any) -> MemoryHubError:
+    with pytest.raises(MemoryHubError) as caught:
+        call(*args, **kwargs)
+    return caught.value
+
+
+def test_documents_with_versions_in_every_scope(hub: MemoryHub) -> None:
+    created = hub.document_put(USER, "/notes/diet.md", "vegetarian\n", description="Diet",
+                               if_none_match=True)
+    assert (created["path"], created["version"], created["updated_by"]) == (
+        "/notes/diet.md", 1, "app")
+    assert error_of(hub.document_put, USER, "/notes/diet.md", "x", if_none_match=True).status == 412
+    got = hub.document_get(USER, "notes/diet.md")
+    assert (got["content"], got["description"], got["scope_key"]) == ("vegetarian\n", "Diet", None)
+    stale = error_of(hub.document_put, USER, "/notes/diet.md", "vegan\n", if_match=7)
+    assert (stale.status, stale.code) == (412, "precondition_failed")
+    assert hub.document_put(USER, "/notes/diet.md", "vegan\n", if_match=1)["version"] == 2
+    hub.document_put(USER, "/todo.md", "call mum", session_id="s-1")
+    hub.document_put(USER, "/memories/style.md", "short answers", profile="cooking",
+                     confidence=0.5)
+    assert hub.document_get(USER, "/style.md", profile="cooking")["confidence"] == 0.5
+    assert hub.document_get(USER, "/todo.md", session_id="s-1")["scope_key"] == "s-1"
+    page = hub.documents(USER, limit=2)
+    rest = hub.documents(USER, limit=2, cursor=page["next_cursor"])
+    assert [(d["scope"], d["path"]) for d in page["documents"] + rest["documents"]] == [
+        ("global", "/notes/diet.md"), ("profile", "/style.md"), ("session", "/todo.md")]
+    assert rest["next_cursor"] is None
+    assert [d["path"] for d in hub.documents(USER, prefix="/notes")["documents"]] == [
+        "/notes/diet.md"]
+    assert error_of(hub.document_delete, USER, "/notes/diet.md", if_match=1).status == 412
+    assert hub.document_delete(USER, "/notes/diet.md", if_match=2) is None
+    missing = error_of(hub.document_get, USER, "/notes/diet.md")
+    assert (missing.status, missing.code) == (404, "not_found")
+    refused = error_of(hub.document_put, USER, "/key.md", "sk-ant-api03-" + "a" * 40)
+    assert (refused.status, refused.code) == (422, "credential_detected")
+    with pytest.raises(ValueError):
+        hub.document_get(USER, "/x.md", profile="p", session_id="s")
+
+
+def test_the_memory_tool_the_index_the_snapshot_and_recall(hub: MemoryHub) -> None:
+    assert hub.memory(USER, {"command": "create", "path": "/memories/notes/diet.md",
+                             "file_text": "Vegetarian since 2019\n", "description": "Diet"}) == {
+        "content": "File created successfully at: /memories/notes/diet.md", "is_error": False}
+    assert hub.memory(USER, {"command": "view", "path": "/memories/nope.md"}) == {
+        "content": "The path /memories/nope.md does not exist. Please provide a valid path.",
+        "is_error": True}
+    note = hub.memory(USER, {"command": "create", "path": "/todo.md", "file_text": "buy figs"},
+                      session_id="s-1", scope="session", turn_id="t-1")
+    assert note["is_error"] is False
+    index = hub.memory_index(USER, session_id="s-1")
+    assert index["enabled"] is True and index["omitted"] == 0
+    assert [(e["path"], e["scope"]) for e in index["entries"]] == [
+        ("/todo.md", "session"), ("/notes/diet.md", "global")]
+    assert "- /notes/diet.md (global, 22 bytes): Diet" in index["text"].splitlines()
+    assert [e["path"] for e in hub.memory_index(USER)["entries"]] == ["/notes/diet.md"]
+    assert hub.memory_snapshot(USER)["text"] == (
+        '<memory path="/notes/diet.md" scope="global">\nVegetarian since 2019\n\n</memory>\n')
+    found = hub.recall(USER, "vegetarian", limit=5, session_id="s-1")
+    assert [r["path"] for r in found["results"]][:1] == ["/notes/diet.md"]
+    assert found["context"].startswith("<memori_context>\n")
+    assert hub.recall(USER, "zebra crossings")["context"] == ""
+    assert len(hub.recall(USER, "zebra crossings", relaxed=True, threshold=0.9)["results"]) <= 2
+
+
+def test_end_users_sessions_export_and_the_portal_link(hub: MemoryHub) -> None:
+    hub.document_put(USER, "/a.md", "one")
+    hub.document_put(USER, "/b.md", "two", session_id="s-1")
+    hub.document_put("bob", "/a.md", "three")
+    assert [u["user_id"] for u in hub.users()["users"]] == ["bob", USER]
+    page = hub.users(limit=1)
+    assert [u["user_id"] for u in hub.users(cursor=page["next_cursor"])["users"]] == [USER]
+    person = hub.user(USER)
+    assert person["documents"] == {"session": 1, "profile": 0, "global": 1, "total": 2}
+    assert hub.user("nobody")["created_at"] is None
+    assert hub.user_update(USER, memory_enabled=False)["memory_enabled"] is False
+    assert hub.memory_index(USER)["enabled"] is False
+    hub.user_update(USER, memory_enabled=True)
+    assert hub.session_delete(USER, "s-1") is None
+    assert hub.user(USER)["documents"]["session"] == 0
+    link = hub.portal_link(USER)
+    assert "/portal/" in link["url"] and link["expires_at"]
+    export = hub.export(USER)
+    assert [d["content"] for d in export["documents"]] == ["one"]
+    assert len(export["portal_links"]) == 1 and export["portal_links"][0]["used_at"] is None
+    assert hub.user_delete(USER) is None
+    assert hub.export(USER)["documents"] == []
+
+
+def test_tenant_profiles_events_and_webhooks(hub: MemoryHub, settings: Any) -> None:
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
+    tenant = hub.tenant()
+    assert tenant["slug"] == "acme" and tenant["limits"]["max_document_bytes"] == 16384
+    changed = hub.tenant_update({"name": "Acme Inc", "limits": {"max_index_entries": 5},
+                                 "retention": {"session_days": 7}})
+    assert (changed["name"], changed["limits"]["max_index_entries"],
+            changed["retention"]["session_days"]) == ("Acme Inc", 5, 7)
+    bad = error_of(hub.tenant_update, {"limits": {"max_doc_bytes": 1}})  # type: ignore[typeddict-unknown-key]
+    assert bad.status == 400
+    assert hub.profile_set("cooking", disabled=True) == {
+        "name": "cooking", "disabled": True, "created_at": hub.profiles()["profiles"][0]["created_at"]}
+    assert [p["name"] for p in hub.profiles(limit=10)["profiles"]] == ["cooking"]
+    hub.document_put(USER, "/a.md", "one")
+    hub.document_put(USER, "/a.md", "two")
+    feed = hub.events()
+    assert [e["data"]["change"] for e in feed["events"]] == ["created", "updated"]
+    assert hub.events(after=feed["next_cursor"]) == {"events": [], "next_cursor": None}
+    assert [e["user_id"] for e in hub.events(limit=1)["events"]] == [USER]
+    made = hub.webhook_create("http://127.0.0.1:9/hook", event_types=["memory.changed"])
+    assert made["secret"] and made["enabled"] is True
+    assert hub.webhooks()["webhooks"] == [{k: v for k, v in made.items() if k != "secret"}]
+    assert hub.webhook(made["id"])["url"] == "http://127.0.0.1:9/hook"
+    assert hub.webhook_update(made["id"], {"enabled": False})["enabled"] is False
+    assert hub.webhook_delete(made["id"]) is None
+    assert error_of(hub.webhook, made["id"]).code == "not_found"
+
+
+def test_conversations_history_and_the_turn_context(hub: MemoryHub) -> None:
+    first = hub.capture(USER, "s-1", [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "I moved to Lisbon last week.", "id": "m-1",
+         "metadata": {"channel": "web"}},
+        {"role": "assistant", "content": "Welcome to Lisbon!", "id": "m-2"},
+    ], profile="travel", process="support-agent")
+    assert first["enabled"] is True and first["dropped"]["excluded_role"] == 1
+    assert [(m["client_id"], m["seq"]) for m in first["captured"]] == [("m-1", 1), ("m-2", 2)]
+    again = hub.capture(USER, "s-1", [{"role": "user", "content": "I moved to Lisbon last week.",
+                                       "id": "m-1"}])
+    assert again["captured"] == [] and again["dropped"]["duplicate"] == 1
+    conversation_id = first["conversation_id"]
+    assert conversation_id is not None
+    later = hub.capture(USER, "s-2", [{"role": "user", "content": "Hello again"}],
+                        new_conversation=True)
+    page = hub.messages(USER, "s-1", limit=1)
+    assert [m["content"] for m in page["messages"]] == ["I moved to Lisbon last week."]
+    assert page["messages"][0]["metadata"] == {"channel": "web"}
+    rest = hub.messages(USER, "s-1", after=page["next_cursor"], conversation_id=conversation_id)
+    assert [m["role"] for m in rest["messages"]] == ["assistant"]
+    listed = hub.conversations(USER)
+    assert [c["session_id"] for c in listed["conversations"]] == ["s-2", "s-1"]
+    assert [c["id"] for c in hub.conversations(USER, session_id="s-1")["conversations"]] == [
+        conversation_id]
+    older = hub.conversations(USER, limit=1)
+    assert [c["session_id"] for c in hub.conversations(
+        USER, before=older["next_cursor"])["conversations"]] == ["s-1"]
+    shown = hub.conversation(USER, conversation_id)
+    assert (shown["profile"], shown["process"], shown["message_count"]) == (
+        "travel", "support-agent", 2)
+    summarised = hub.summary_put(USER, conversation_id, "They moved to Lisbon.")
+    assert summarised["summary"] == "They moved to Lisbon."
+    history = hub.history(USER, exclude_session="s-2", limit=5)
+    assert [c["id"] for c in history["conversations"]] == [conversation_id]
+    assert "They moved to Lisbon." in history["text"]
+    assert hub.history(USER, profile="travel")["conversations"][0]["id"] == conversation_id
+    hub.document_put(USER, "/home.md", "Lives in Lisbon")
+    turn = hub.context(USER, session_id="s-2", query="Lisbon", history=3, limit=5)
+    assert turn["enabled"] is True and turn["recall"] is not None and turn["history"] is not None
+    assert [e["path"] for e in turn["index"]["entries"]] == ["/home.md"]
+    assert "Lisbon" in turn["recall"]["context"]
+    assert [c["id"] for c in turn["history"]["conversations"]] == [conversation_id]
+    assert hub.context(USER)["recall"] is None
+    assert hub.conversation_delete(USER, str(later["conversation_id"])) is None
+    assert error_of(hub.conversation, USER, str(later["conversation_id"])).status == 404
+    bad = error_of(hub.capture, USER, "s-1", [{"role": "robot", "content": "x"}])  # type: ignore[typeddict-item]
+    assert (bad.status, bad.code) == (400, "invalid_role")
+
+
+def test_errors_auth_tenancy_and_rate_limits(hub: MemoryHub, live_server: Any, acme: Any,
+                                             globex: Any, settings: Any) -> None:
+    hub.document_put(USER, "/a.md", "mine")
+    with MemoryHub(live_server.url, globex.key) as other:
+        assert error_of(other.document_get, USER, "/a.md").code == "not_found"
+        assert other.user(USER)["documents"]["total"] == 0
+    with MemoryHub(live_server.url + "/api/v1/", "mh_not_a_key") as stranger:
+        assert error_of(stranger.users).status == 401
+    with MemoryHub(live_server.url, acme.memory_key) as agent:
+        assert error_of(agent.tenant).status == 403
+    assert error_of(hub.user, "bad user").code == "invalid_user_id"
+    settings.API_RATE_LIMIT = "2/min"
+    limited = first_refusal(hub.tenant)
+    assert (limited.status, limited.code) == (429, "rate_limited")
+    assert limited.retry_after is not None and 0 < limited.retry_after <= 61
+
+
+def test_the_async_client_has_every_method_and_sends_the_same(live_server: Any, acme: Any,
+                                                               settings: Any) -> None:
+    public = {name for name in dir(MemoryHub) if not name.startswith("_")} - {"close"}
+    assert public == {name for name in dir(AsyncMemoryHub) if not name.startswith("_")} - {
+        "aclose"}
+    assert inspect.signature(AsyncMemoryHub("http://x", "k").recall) == inspect.signature(
+        MemoryHub("http://x", "k").recall)
+
+    async def scenario() -> None:
+        async with AsyncMemoryHub(live_server.url, acme.key) as hub:
+            made = await hub.document_put(USER, "/diet.md", "vegetarian", if_none_match=True)
+            assert made["version"] == 1
+            with pytest.raises(MemoryHubError) as stale:
+                await hub.document_put(USER, "/diet.md", "vegan", if_match=5)
+            assert stale.value.code == "precondition_failed"
+            assert (await hub.memory(USER, {"command": "view", "path": "/diet.md"}))[
+                "content"].endswith("1\tvegetarian")
+            assert "vegetarian" in (await hub.recall(USER, "vegetarian"))["context"]
+            captured = await hub.capture(USER, "s-1", [{"role": "user", "content": "hi"}])
+            conversation_id = str(captured["conversation_id"])
+            await hub.summary_put(USER, conversation_id, "greeting")
+            assert (await hub.conversation(USER, conversation_id))["summary"] == "greeting"
+            assert await hub.conversation_delete(USER, conversation_id) is None
+            settings.API_RATE_LIMIT = "1/min"
+            with pytest.raises(MemoryHubError) as limited:
+                for _ in range(3):
+                    await hub.tenant()
+            assert limited.value.status == 429 and limited.value.retry_after
+
+    asyncio.run(scenario())

@@ -1,0 +1,284 @@
+"""``with_memory`` on the real anthropic and openai SDKs, against local servers speaking their
+protocols (JSON and server-sent events) and a live MemoryHub."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from llm_servers import ScriptedModel, claude, function_call, gpt, text, tool_use
+from memoryhub_client import AsyncMemoryHub, MemoryHub, MemoryHubError
+from memoryhub_client.middleware import with_memory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ASK = "Any dinner idea? I'm vegetarian."
+CLAUDE_META = {"provider": "anthropic", "id": "msg_scripted", "model": "claude-scripted",
+               "stop_reason": "end_turn", "usage": {"input_tokens": 42, "output_tokens": 7}}
+GPT_META = {"provider": "openai", "id": "chatcmpl-scripted", "model": "gpt-scripted",
+            "finish_reason": "stop", "system_fingerprint": "fp_scripted",
+            "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}}
+
+
+@pytest.fixture
+def remembered(hub: MemoryHub) -> str:
+    """Alice's diet in MemoryHub; the context recall gives for ``ASK``."""
+    hub.document_put("alice", "/diet.md", "Vegetarian since 2019, loves mushrooms")
+    context = hub.recall("alice", ASK, session_id="s-1")["context"]
+    assert context.startswith("<memori_context>") and "Vegetarian since 2019" in context
+    return context
+
+
+def stored(hub: MemoryHub, session_id: str = "s-1") -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in hub.messages("alice", session_id)["messages"]]
+
+
+def claude_client(model: ScriptedModel) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=model.url, api_key="test", max_retries=0)
+
+
+def gpt_client(model: ScriptedModel) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{model.url}/v1", api_key="test", max_retries=0)
+
+
+def test_anthropic_recalls_before_and_captures_after(hub: MemoryHub, remembered: str) -> None:
+    replies = [claude(text("Mushroom risotto.")), claude(text("Enjoy!")),
+               claude(text("Bye."))]
+    with ScriptedModel(replies) as model:
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        first = client.messages.create(model="claude-x", max_tokens=100, system="Be brief.",
+                                       messages=[{"role": "user", "content": ASK}])
+        assert first.content[0].text == "Mushroom risotto."  # the SDK's own object
+        history = [{"role": "user", "content": ASK},
+                   {"role": "assistant", "content": first.content},
+                   {"role": "user", "content": "Thanks!"}]
+        client.messages.create(model="claude-x", max_tokens=100, system="Be brief.",
+                               messages=history, memory={"recall": False})
+        client.messages.create(model="claude-x", max_tokens=100, memory={"capture": False},
+                               messages=[*history, {"role": "user", "content": ASK}])
+    # before_history: the context is its own first message; the rest is as the app sent it.
+    assert model.requests[0]["messages"] == [{"role": "user", "content": remembered},
+                                             {"role": "user", "content": ASK}]
+    assert model.requests[0]["system"] == "Be brief."
+    assert model.requests[1]["messages"][0] == {"role": "user", "content": ASK}
+    assert model.requests[2]["messages"][0]["content"] == remembered
+    # Captured: each message once (the resent history adds nothing), never the context,
+    # never the system prompt (the tenant's policy drops it), not the uncaptured call.
+    assert stored(hub) == [("user", ASK), ("assistant", "Mushroom risotto."),
+                           ("user", "Thanks!"), ("assistant", "Enjoy!")]
+    messages = hub.messages("alice", "s-1")["messages"]
+    assert messages[1]["metadata"] == CLAUDE_META
+    assert messages[0]["metadata"] == {}
+    assert len({m["conversation_id"] for m in messages}) == 1
+
+
+def test_anthropic_streaming_is_reassembled_and_tool_calls_kept(hub: MemoryHub) -> None:
+    replies = [claude(text("Let me check."), tool_use("toolu_1", {"command": "view",
+                                                                  "path": "/memories"})),
+               claude(text("You have no notes yet, but here is a long answer."))]
+    with ScriptedModel(replies) as model:
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        with client.messages.create(model="claude-x", max_tokens=100, stream=True,
+                                    messages=[{"role": "user", "content": "What do I like?"}]
+                                    ) as stream:
+            kinds = [event.type for event in stream]
+        assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+        assert stored(hub) == [("user", "What do I like?"), ("assistant", "Let me check.")]
+        tool_turn = [{"role": "user", "content": "What do I like?"},
+                     {"role": "assistant", "content": [
+                         {"type": "text", "text": "Let me check."},
+                         {"type": "tool_use", "id": "toolu_1", "name": "memory",
+                          "input": {"command": "view", "path": "/memories"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                                   "content": "No notes."}]}]
+        deltas = [event.delta.text for event in client.messages.create(
+            model="claude-x", max_tokens=100, stream=True, messages=tool_turn)
+            if event.type == "content_block_delta"]
+        assert len(deltas) > 3
+    messages = hub.messages("alice", "s-1")["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "What do I like?"), ("assistant", "Let me check."), ("tool", "No notes."),
+        ("assistant", "".join(deltas))]
+    assert messages[1]["metadata"] == {**CLAUDE_META, "stop_reason": "tool_use",
+                                       "tool_calls": [{"id": "toolu_1", "name": "memory"}]}
+    assert messages[2]["metadata"] == {"tool_use_ids": ["toolu_1"]}
+    assert messages[3]["metadata"] == CLAUDE_META
+
+
+def test_anthropic_injection_places(hub: MemoryHub, remembered: str) -> None:
+    history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+               {"role": "user", "content": [{"type": "text", "text": ASK}]}]
+    places = ["after_system", "append", "merge_into_system", "disabled"]
+    with ScriptedModel([claude(text("ok")) for _ in range(5)]) as model:
+        for place in places:
+            client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1",
+                                 inject=place)  # type: ignore[arg-type]
+            client.messages.create(model="claude-x", max_tokens=10, system="Be brief.",
+                                   messages=history)
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-2",
+                             inject="merge_into_system")
+        client.messages.create(model="claude-x", max_tokens=10, messages=history,
+                               system=[{"type": "text", "text": "Be brief."}])
+    after_system, append, merged, disabled, merged_blocks = model.requests
+    assert after_system["system"] == [{"type": "text", "text": "Be brief."},
+                                      {"type": "text", "text": remembered}]
+    assert after_system["messages"] == history
+    assert append["messages"][:2] == history[:2]
+    assert append["messages"][2]["content"] == [{"type": "text", "text": ASK},
+                                                {"type": "text", "text": remembered}]
+    assert merged["system"] == f"Be brief.\n\n{remembered}" and merged["messages"] == history
+    assert disabled["system"] == "Be brief." and disabled["messages"] == history
+    assert merged_blocks["system"] == [{"type": "text", "text": f"Be brief.\n\n{remembered}"}]
+    assert ("assistant", "ok") in stored(hub) and all(
+        "memori_context" not in content for _, content in stored(hub))
+
+
+def test_openai_recalls_injects_and_captures_streams_included(hub: MemoryHub,
+                                                              remembered: str) -> None:
+    question = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": ASK}]
+    replies = [gpt("Mushroom risotto."), gpt("Enjoy your risotto tonight!"), gpt("ok"),
+               gpt("ok"), gpt("ok"), gpt("ok")]
+    with ScriptedModel(replies) as model:
+        client = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-1")
+        first = client.chat.completions.create(model="gpt-x", messages=question)
+        followed = [*question, first.choices[0].message.model_dump(exclude_none=True),
+                    {"role": "user", "content": "Thanks!"}]
+        stream = client.chat.completions.create(model="gpt-x", messages=followed, stream=True,
+                                                stream_options={"include_usage": True},
+                                                memory={"recall": False})
+        pieces = [chunk.choices[0].delta.content for chunk in stream if chunk.choices]
+        for place in ("after_system", "append", "merge_into_system", "disabled"):
+            placed = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-2",
+                                 inject=place)  # type: ignore[arg-type]
+            placed.chat.completions.create(model="gpt-x", messages=question,
+                                           memory={"capture": False})
+    system, user = question
+    assert model.requests[0]["messages"] == [system, {"role": "user", "content": remembered},
+                                             user]
+    assert "".join(p or "" for p in pieces) == "Enjoy your risotto tonight!"
+    after_system, append, merged, disabled = (r["messages"] for r in model.requests[2:])
+    assert after_system == [system, {"role": "system", "content": remembered}, user]
+    assert append == [system, {"role": "user", "content": f"{ASK}\n\n{remembered}"}]
+    assert merged == [{"role": "system", "content": f"Be brief.\n\n{remembered}"}, user]
+    assert disabled == question
+    messages = hub.messages("alice", "s-1")["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", ASK), ("assistant", "Mushroom risotto."), ("user", "Thanks!"),
+        ("assistant", "Enjoy your risotto tonight!")]
+    assert messages[1]["metadata"] == GPT_META
+    assert messages[3]["metadata"] == GPT_META  # the stream's usage chunk included
+    assert stored(hub, "s-2") == []
+
+
+def test_openai_tool_calls_are_captured_with_their_metadata(hub: MemoryHub) -> None:
+    call = function_call("call_1", {"city": "Lisbon"}, name="weather")
+    with ScriptedModel([gpt(None, tool_calls=[call]), gpt("Sunny.")]) as model:
+        client = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-1")
+        asked = [{"role": "user", "content": "Weather in Lisbon?"}]
+        stream = client.chat.completions.create(model="gpt-x", messages=asked, stream=True)
+        list(stream)
+        client.chat.completions.create(model="gpt-x", messages=[
+            *asked, {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 24C"}])
+    messages = hub.messages("alice", "s-1")["messages"]
+    # The tool-call turn has no text: the tenant's policy drops empty messages.
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "Weather in Lisbon?"), ("tool", "sunny, 24C"), ("assistant", "Sunny.")]
+    assert messages[1]["metadata"] == {"tool_call_id": "call_1"}
+
+
+def test_async_clients_with_the_async_hub(hub: MemoryHub, remembered: str, live_server: Any,
+                                          acme: Any) -> None:
+    async def run(model: ScriptedModel) -> list[str]:
+        async with AsyncMemoryHub(live_server.url, acme.key) as async_hub:
+            claude_async = with_memory(
+                anthropic.AsyncAnthropic(base_url=model.url, api_key="t", max_retries=0),
+                async_hub, user_id="alice", session_id="s-1")
+            stream = await claude_async.messages.create(
+                model="claude-x", max_tokens=100, stream=True,
+                messages=[{"role": "user", "content": ASK}])
+            async with stream:
+                kinds = [event.type async for event in stream]
+            gpt_async = with_memory(
+                openai.AsyncOpenAI(base_url=f"{model.url}/v1", api_key="t", max_retries=0),
+                async_hub, user_id="alice", session_id="s-2", inject="append")
+            await gpt_async.chat.completions.create(
+                model="gpt-x", messages=[{"role": "user", "content": ASK}])
+            return kinds
+
+    with ScriptedModel([claude(text("Mushroom risotto.")), gpt("Lentil soup.")]) as model:
+        kinds = asyncio.run(run(model))
+    assert kinds[-1] == "message_stop"
+    assert model.requests[0]["messages"][0] == {"role": "user", "content": remembered}
+    assert model.requests[1]["messages"] == [
+        {"role": "user", "content": f"{ASK}\n\n{remembered}"}]
+    assert stored(hub) == [("user", ASK), ("assistant", "Mushroom risotto.")]
+    assert stored(hub, "s-2") == [("user", ASK), ("assistant", "Lentil soup.")]
+    assert hub.messages("alice", "s-1")["messages"][1]["metadata"] == CLAUDE_META
+
+
+def test_memoryhub_down_the_model_call_goes_on(caplog: Any) -> None:
+    down = MemoryHub("http://127.0.0.1:9", "mh_key", timeout=2)  # nothing listens there
+    with ScriptedModel([claude(text("Hello!")), claude(text("unused"))]) as model:
+        client = with_memory(claude_client(model), down, user_id="alice", session_id="s-1")
+        with caplog.at_level(logging.WARNING, logger="memoryhub_client"):
+            reply = client.messages.create(model="claude-x", max_tokens=10,
+                                           messages=[{"role": "user", "content": "Hi"}])
+        assert reply.content[0].text == "Hello!"
+        assert model.requests[0]["messages"] == [{"role": "user", "content": "Hi"}]
+        assert [r.message.split(" failed")[0] for r in caplog.records] == [
+            "memoryhub: recall", "memoryhub: capture"]
+        strict = with_memory(claude_client(model), down, user_id="alice", session_id="s-1",
+                             strict=True)
+        with pytest.raises(Exception) as raised:
+            strict.messages.create(model="claude-x", max_tokens=10,
+                                   messages=[{"role": "user", "content": "Hi"}])
+        assert not isinstance(raised.value, MemoryHubError)  # a connection error, as it came
+        assert len(model.requests) == 1
+
+
+def test_the_hub_must_match_the_client() -> None:
+    hub = MemoryHub("http://127.0.0.1:9", "k")
+    with pytest.raises(TypeError):
+        with_memory(anthropic.AsyncAnthropic(api_key="t"), hub, user_id="a", session_id="s")
+    with pytest.raises(TypeError):
+        with_memory(object(), hub, user_id="a", session_id="s")
+    with pytest.raises(ValueError):
+        with_memory(anthropic.Anthropic(api_key="t"), hub, user_id="a", session_id="s",
+                    inject="somewhere")  # type: ignore[arg-type]
+
+
+def test_anthropic_stream_helper_sync_and_async(hub: MemoryHub, remembered: str,
+                                                live_server: Any, acme: Any) -> None:
+    asked = [{"role": "user", "content": ASK}]
+
+    async def run(model: ScriptedModel) -> str:
+        async with AsyncMemoryHub(live_server.url, acme.key) as async_hub:
+            client = with_memory(
+                anthropic.AsyncAnthropic(base_url=model.url, api_key="t", max_retries=0),
+                async_hub, user_id="alice", session_id="s-2", inject="after_system")
+            async with client.messages.stream(model="claude-x", max_tokens=100,
+                                              messages=asked) as stream:
+                return "".join([piece async for piece in stream.text_stream])
+
+    replies = [claude(text("Mushroom risotto, slowly stirred.")), claude(text("Lentil soup.")),
+               claude(text("Not captured."))]
+    with ScriptedModel(replies) as model:
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        with client.messages.stream(model="claude-x", max_tokens=100, messages=asked) as stream:
+            pieces = list(stream.text_stream)
+        assert "".join(pieces) == "Mushroom risotto, slowly stirred." and len(pieces) > 3
+        assert asyncio.run(run(model)) == "Lentil soup."
+        with pytest.raises(RuntimeError), client.messages.stream(
+                model="claude-x", max_tokens=100, messages=asked, memory={"recall": False}):
+            raise RuntimeError("the app gave up")  # a block that fails captures nothing
+    assert model.requests[0]["messages"][0] == {"role": "user", "content": remembered}
+    assert model.requests[1]["system"] == [{"type": "text", "text": remembered}]
+    assert model.requests[2]["messages"] == asked
+    assert stored(hub) == [("user", ASK), ("assistant", "Mushroom risotto, slowly stirred.")]
+    assert stored(hub, "s-2") == [("user", ASK), ("assistant", "Lentil soup.")]
+    assert hub.messages("alice", "s-1")["messages"][1]["metadata"] == CLAUDE_META

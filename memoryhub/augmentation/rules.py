@@ -1,0 +1,270 @@
+"""The ``rules`` extractor: offline, deterministic, no model.
+
+It reads the ``user`` messages only ("I" and "my" are the user), sentence by sentence and
+clause by clause (a clause starts again at ", and I ..." or "but my ..."), and turns these
+first-person statements into facts with a triple whose subject is ``user``:
+
+=========================  ===============================================  ===============
+statement                  examples                                          predicate
+=========================  ===============================================  ===============
+name                       my name is Ana; call me Ana; I'm called Ana       name
+home                       I live in Lisbon; I moved to Lisbon               home
+work                       I work at/for Acme                                employer
+job                        I work as a nurse; I'm a nurse                    job
+likes                      I like/love/enjoy/prefer jazz                     likes, prefers
+dislikes                   I don't like/hate/dislike jazz                    dislikes
+no longer                  I no longer like jazz; I don't like jazz anymore  no_longer_likes
+diet                       I'm vegetarian/vegan/pescatarian                  diet
+allergies                  I'm allergic to peanuts                           allergic_to
+family and pets            my wife/son/dog/... is (called) Rex               wife, son, dog..
+birthday                   my birthday is May 3; I was born on May 3         birthday
+=========================  ===============================================  ===============
+
+What it does not understand (and so never turns into a fact): questions (a sentence ending
+with "?"), hypotheticals and wishes (a sentence with if, would, could, might, wish, imagine,
+suppose, maybe, perhaps), statements that do not start with "I" or "my" (so other people's:
+"my sister likes jazz", "he said I like jazz"), pronouns and coreference ("it", "there"),
+negation other than the forms above, third-person facts, dates in any normal form (a birthday
+is kept as written), several objects in one clause ("I like tea and coffee" is one like of
+"tea and coffee"), and languages other than English. "I'm a <job>" needs a word that looks
+like a job (``_JOB_WORD``), so "I'm a big fan" is not a job. Sentences are split by
+``sentencex`` (Wikimedia's rule-based segmenter: "St. Petersburg" and "the U.S." stay one
+sentence), then at line breaks and ``;``.
+
+The summary (``extractive_summary``) is extractive, never written anew: the conversation's
+most central sentences (``user`` and ``assistant`` turns; the previous summary's sentences
+stand for the messages before the cursor), by cosine similarity of each sentence's embedding
+(the configured ``EMBEDDINGS_PROVIDER``) to the mean of them all, taken most central first
+until the next would not fit in ``SUMMARY_MAX_CHARS``, then shown in the order they were said. It does not
+resolve pronouns, merge or shorten sentences, or know which sentence matters to the person;
+with the default ``hashing`` embeddings "central" means sharing the most words with the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sentencex import segment
+
+from memoryhub.augmentation.base import Candidate, Extraction, ExtractionContext, SourceMessage
+from memoryhub.infra.embeddings import EmbeddingProvider, get_provider
+
+USER = "user"
+MAX_OBJECT_CHARS = 100
+SUMMARY_MAX_CHARS = 600
+SUMMARY_ROLES = frozenset({"user", "assistant"})
+
+_BREAKS = re.compile(r"\n+|(?<=;)\s+")
+_CLAUSES = re.compile(r",?\s+(?:and|but|so)\s+(?=(?:i|i'm|i've|my)\b)|,\s+(?=(?:i|i'm|my)\b)",
+                      re.IGNORECASE)
+_FILLER = re.compile(
+    r"^(?:(?:well|so|oh|also|actually|btw|by the way|and|but|yes|yeah|hi|hello|hey|ok|okay|"
+    r"fyi|anyway|now|honestly|just so you know|for the record)[,!:]?\s+)+",
+    re.IGNORECASE,
+)
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|would|could|might|wish|imagine|suppose|supposing|maybe|perhaps|pretend|"
+    r"hypothetically|someday|one day|i'd|wanna|want to|going to|gonna|will)\b",
+    re.IGNORECASE,
+)
+_TAIL = re.compile(
+    r"(?:\s+(?:last|this|next)\s+(?:week|month|year|summer|winter|spring|autumn|fall)"
+    r"|\s+(?:recently|now|yesterday|today|already|anymore|any more|too|as well|a lot|"
+    r"so much|very much|really|though|actually))+$",
+    re.IGNORECASE,
+)
+_NAME = r"(?P<o>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})"
+_OBJECT = r"(?P<o>.+)"
+_JOB_WORD = re.compile(
+    r"(?:er|or|ist|ian|ant|ent|eer|nurse|chef|cook|pilot|student|analyst|architect|"
+    r"scientist|vet|medic|clerk|guide|judge|officer|artisan)$",
+    re.IGNORECASE,
+)
+_NOT_A_JOB = frozenset({"fan", "lover", "user", "member", "customer", "beginner", "fighter",
+                        "owner", "gamer", "runner", "reader", "player", "other", "winner",
+                        "loser", "believer", "sucker", "morning", "number", "monster"})
+_DIETS = ("vegetarian", "vegan", "pescatarian", "pescetarian", "keto", "gluten-free",
+          "gluten free", "lactose intolerant", "lactose-intolerant", "halal", "kosher")
+_RELATIONS = ("wife", "husband", "partner", "son", "daughter", "dog", "cat", "boyfriend",
+              "girlfriend", "mother", "father", "mom", "mum", "dad", "brother", "sister",
+              "fiance", "fiancee", "baby", "kid", "child")
+
+
+@dataclass(frozen=True)
+class Found:
+    type: str
+    content: str
+    predicate: str
+    object: str
+    confidence: float
+
+
+Rule = Callable[[re.Match[str]], Found | None]
+
+
+def _object(match: re.Match[str]) -> str | None:
+    value = _TAIL.sub("", match.group("o").strip().rstrip(".!,;:")).strip()
+    if not value or len(value) > MAX_OBJECT_CHARS:
+        return None
+    return value
+
+
+def _profile(predicate: str, template: str, confidence: float = 0.9) -> Rule:
+    def found(match: re.Match[str]) -> Found | None:
+        value = _object(match)
+        if value is None:
+            return None
+        return Found("profile", template.format(value), predicate, value, confidence)
+    return found
+
+
+def _preference(predicate: str, verb: str | None = None) -> Rule:
+    def found(match: re.Match[str]) -> Found | None:
+        value = _object(match)
+        if value is None:
+            return None
+        said = verb or match.group("v").lower() + "s"
+        return Found("preference", f"User {said} {value}", predicate, value, 0.8)
+    return found
+
+
+def _job(match: re.Match[str]) -> Found | None:
+    value = _object(match)
+    if value is None or len(value.split()) > 3:
+        return None
+    last = value.split()[-1].lower()
+    if not _JOB_WORD.search(last) or last in _NOT_A_JOB:
+        return None
+    article = "an" if value[:1].lower() in "aeiou" else "a"
+    return Found("profile", f"User works as {article} {value}", "job", value, 0.8)
+
+
+def _relation(match: re.Match[str]) -> Found | None:
+    value = _object(match)
+    if value is None:
+        return None
+    relation = match.group("rel").lower()
+    return Found("triple", f"User's {relation} is called {value}", relation, value, 0.8)
+
+
+_I = r"i(?:\s+(?:really|absolutely|also|do|truly|totally|still))?"
+RULES: list[tuple[re.Pattern[str], Rule]] = [
+    (re.compile(r"^(?i:my name is|my name's|call me|i am called|i'm called|i go by)\s+" + _NAME),
+     _profile("name", "User's name is {}")),
+    (re.compile(r"^(?:i live in|i'm living in|i am living in|i (?:just |recently )?moved to|"
+                r"i've (?:just |recently )?moved to|i have moved to|i relocated to)\s+" + _OBJECT,
+                re.IGNORECASE), _profile("home", "User lives in {}")),
+    (re.compile(r"^i (?:work as|am working as|'m working as)\s+(?:an?\s+)?" + _OBJECT,
+                re.IGNORECASE), _job),
+    (re.compile(r"^i (?:work|am working|'m working)\s+(?:at|for)\s+" + _OBJECT, re.IGNORECASE),
+     _profile("employer", "User works at {}")),
+    (re.compile(r"^i(?:'m| am) allergic to\s+" + _OBJECT, re.IGNORECASE),
+     _profile("allergic_to", "User is allergic to {}")),
+    (re.compile(r"^i(?:'m| am)\s+(?:an?\s+)?(?:strict\s+)?(?P<o>" + "|".join(_DIETS) + r")$",
+                re.IGNORECASE), _profile("diet", "User is {}")),
+    (re.compile(r"^i(?:'m| am)\s+an?\s+" + _OBJECT, re.IGNORECASE), _job),
+    (re.compile(r"^i no longer (?:like|love|enjoy)\s+" + _OBJECT, re.IGNORECASE),
+     _preference("no_longer_likes", "no longer likes")),
+    (re.compile(r"^i (?:don't|do not|dont) (?:like|love|enjoy)\s+(?P<o>.+?)\s+any\s?more$",
+                re.IGNORECASE), _preference("no_longer_likes", "no longer likes")),
+    (re.compile(r"^i (?:really\s+)?(?:don't|do not|dont) (?:really\s+)?(?:like|enjoy|love)\s+"
+                + _OBJECT, re.IGNORECASE), _preference("dislikes", "dislikes")),
+    (re.compile(r"^i (?:really\s+)?(?:hate|dislike|detest|can't stand|cannot stand)\s+" + _OBJECT,
+                re.IGNORECASE), _preference("dislikes", "dislikes")),
+    (re.compile(rf"^{_I}\s+(?P<v>prefer)\s+" + _OBJECT, re.IGNORECASE),
+     _preference("prefers")),
+    (re.compile(rf"^{_I}\s+(?P<v>like|love|enjoy|adore)\s+" + _OBJECT, re.IGNORECASE),
+     _preference("likes")),
+    (re.compile(r"^my (?P<rel>" + "|".join(_RELATIONS) + r")(?:'s name is| is called| is named|"
+                r"'s called| goes by)\s+" + _OBJECT, re.IGNORECASE), _relation),
+    (re.compile(r"^(?i:my) (?P<rel>" + "|".join(_RELATIONS) + r") is\s+" + _NAME + "$"),
+     _relation),
+    (re.compile(r"^(?:my birthday is|my birthday's|i was born on)\s+(?:on\s+)?" + _OBJECT,
+                re.IGNORECASE), _profile("birthday", "User's birthday is {}")),
+]
+
+
+def sentences(text: str) -> Iterator[str]:
+    """The sentences of a text (``sentencex``, then line breaks and ``;``), stripped."""
+    for line in _BREAKS.split(text):
+        for sentence in segment("en", line):
+            if sentence.strip():
+                yield sentence.strip()
+
+
+def clauses(text: str) -> Iterator[str]:
+    """The statements of a message: sentences, then clauses that start with I or my;
+    questions and hypotheticals left out."""
+    for sentence in sentences(text):
+        if not sentence or sentence.endswith("?") or _HYPOTHETICAL.search(sentence):
+            continue
+        for clause in _CLAUSES.split(sentence):
+            clause = _FILLER.sub("", clause.strip()).strip().rstrip(".!;")
+            if clause:
+                yield clause.replace("\u2019", "'")
+
+
+def statement_facts(clause: str) -> Found | None:
+    """The fact one clause states, by the first rule that matches it, or None."""
+    for pattern, rule in RULES:
+        match = pattern.match(clause)
+        if match is not None:
+            return rule(match)
+    return None
+
+
+def extractive_summary(previous: str, messages: Sequence[SourceMessage],
+                       embeddings: EmbeddingProvider, *, limit: int = SUMMARY_MAX_CHARS) -> str | None:
+    """The most central sentences of the previous summary and the new messages, at most
+    ``limit`` characters, in the order they were said; None when the messages add none."""
+    new = [s for m in messages if m.role in SUMMARY_ROLES for s in sentences(m.content)]
+    if not new:
+        return None
+    pool = list(dict.fromkeys([*sentences(previous), *new]))  # one of each, first kept
+    vectors = np.asarray(embeddings.embed(pool), dtype=np.float64)
+    centre = vectors.mean(axis=0)
+    centrality = vectors @ centre
+    chosen: list[int] = []
+    used = -1  # the join's spaces: one fewer than the sentences
+    for index in sorted(range(len(pool)), key=lambda i: (-centrality[i], i)):
+        if used + 1 + len(pool[index]) > limit:
+            break  # the most central k that fit: no less central sentence fills the gap
+        chosen.append(index)
+        used += 1 + len(pool[index])
+    if not chosen:  # every sentence is longer than the limit: the most central, cut
+        best = pool[int(np.argmax(centrality))]
+        return best[: limit - 1].rstrip() + "\u2026"
+    return " ".join(pool[i] for i in sorted(chosen))
+
+
+class RulesExtractor:
+    name = "rules"
+    wants_known_facts = False
+
+    def __init__(self, embeddings: EmbeddingProvider | None = None) -> None:
+        self._embeddings = embeddings
+
+    def extract(self, messages: Sequence[SourceMessage], context: ExtractionContext) -> Extraction:
+        return Extraction(
+            candidates=self.candidates(messages),
+            summary=extractive_summary(context.previous_summary, messages,
+                                       self._embeddings or get_provider()),
+        )
+
+    def candidates(self, messages: Sequence[SourceMessage]) -> list[Candidate]:
+        candidates = []
+        for message in messages:
+            if message.role != "user":
+                continue
+            for clause in clauses(message.content):
+                found = statement_facts(clause)
+                if found is not None:
+                    candidates.append(Candidate(
+                        type=found.type, content=found.content, message_id=message.id,
+                        valid_at=message.created_at, subject=USER, predicate=found.predicate,
+                        object=found.object, confidence=found.confidence,
+                    ))
+        return candidates

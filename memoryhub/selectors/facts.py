@@ -1,0 +1,79 @@
+"""Reads of facts (spec: Facts): one fact, the person's facts newest first, a fact's history.
+
+A fact id that is malformed, unknown, deleted, or another person's or tenant's names
+nothing: the same None (the API's 404).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from uuid import UUID
+
+import numpy as np
+
+from memoryhub.infra.embeddings import EmbeddingError, get_provider
+from memoryhub.models import EndUser, Fact, FactVersion
+from memoryhub.selectors.conversations import parse_uuid
+
+logger = logging.getLogger(__name__)
+
+
+def fact_find(*, end_user: EndUser | None, fact_id: object, for_update: bool = False) -> Fact | None:
+    parsed = parse_uuid(fact_id)
+    if end_user is None or parsed is None:
+        return None
+    facts = Fact.objects.filter(end_user=end_user, id=parsed)
+    if for_update:
+        facts = facts.select_for_update(of=("self",))
+    return facts.first()
+
+
+def facts_page(
+    *, end_user: EndUser | None, type: str | None, process: str | None, include_invalid: bool,
+    before: UUID | None, limit: int,
+) -> list[Fact]:
+    """Newest first (ids are UUID v7), ``limit + 1`` rows for the page's cursor; invalid facts
+    only with ``include_invalid``."""
+    if end_user is None:
+        return []
+    facts = Fact.objects.filter(end_user=end_user)
+    if type is not None:
+        facts = facts.filter(type=type)
+    if process is not None:
+        facts = facts.filter(process=process)
+    if not include_invalid:
+        facts = facts.filter(invalid_at__isnull=True)
+    if before is not None:
+        facts = facts.filter(id__lt=before)
+    return list(facts.order_by("-id")[: limit + 1])
+
+
+def fact_history(*, end_user: EndUser | None, fact_id: object) -> list[FactVersion] | None:
+    """The fact's changes, oldest first; None when there is no such fact (also deleted)."""
+    fact = fact_find(end_user=end_user, fact_id=fact_id)
+    if fact is None:
+        return None
+    return list(FactVersion.objects.filter(end_user_id=fact.end_user_id, fact_id=fact.id)
+                .order_by("id"))
+
+
+SIMILAR_POOL = 200  # of the person's latest valid facts, ranked by similarity
+
+
+def facts_like(*, end_user: EndUser, texts: Sequence[str], limit: int = 30) -> list[str]:
+    """The contents of the person's valid facts most like ``texts`` (augmentation's prompt):
+    the latest SIMILAR_POOL, ranked by the cosine of their embedding (the configured
+    provider) to the texts'; the latest ``limit`` when embedding fails."""
+    pool = list(Fact.objects.filter(end_user=end_user, invalid_at__isnull=True)
+                .order_by("-id").values_list("content", flat=True)[:SIMILAR_POOL])
+    if len(pool) <= limit:
+        return pool
+    try:
+        vectors = np.asarray(get_provider().embed([" ".join(texts), *pool]), dtype=np.float64)
+    except EmbeddingError:
+        logger.warning("facts_like: embedding failed; the latest facts stand in", exc_info=True)
+        return pool[:limit]
+    scores = vectors[1:] @ vectors[0]
+    ranked = sorted(range(len(pool)), key=lambda i: (-scores[i], i))
+    return [pool[i] for i in ranked[:limit]]

@@ -1,0 +1,215 @@
+"""Augmentation with the rules extractor, running the task's function in this process:
+each statement kind, what it must not learn, merges, invalidation and its history,
+idempotency, the person's and the app's edits winning, and the switches. (The end-to-end
+path through a real worker: test_augmentation_worker.py.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryhub.models import Conversation, Fact, FactVersion
+from memoryhub.tasks import augment_conversation
+from tenants.context import tenant_context
+
+USER = "alice"
+FACTS = f"/api/v1/users/{USER}/facts"
+
+
+def capture(kit, *texts: str, role: str = "user", session: str = "s1", at: str | None = None) -> str:
+    messages = [{"role": role, "content": text, **({"created_at": at} if at else {})}
+                for text in texts]
+    response = kit.client.post(f"/api/v1/users/{USER}/sessions/{session}/messages",
+                               {"messages": messages}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["conversation_id"]
+
+
+def augment(kit, conversation_id: str) -> int:
+    return augment_conversation(tenant_id=kit.tenant.id, conversation_id=conversation_id)
+
+
+def facts(kit, include_invalid: bool = False) -> list[dict]:
+    query = {"include_invalid": "true"} if include_invalid else {}
+    return kit.client.get(FACTS, query).json()["facts"]
+
+
+def learnt(kit, *texts: str) -> list[tuple[str, str, str, str]]:
+    augment(kit, capture(kit, *texts))
+    return sorted((f["type"], f["predicate"], f["object"], f["content"]) for f in facts(kit))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("My name is Ana Silva.", ("profile", "name", "Ana Silva", "User's name is Ana Silva")),
+    ("Call me Bob", ("profile", "name", "Bob", "User's name is Bob")),
+    ("I live in Lisbon.", ("profile", "home", "Lisbon", "User lives in Lisbon")),
+    ("I moved to Porto last week!", ("profile", "home", "Porto", "User lives in Porto")),
+    ("I work at Acme Corp", ("profile", "employer", "Acme Corp", "User works at Acme Corp")),
+    ("I work for the city council", ("profile", "employer", "the city council",
+                                     "User works at the city council")),
+    ("I work as a nurse", ("profile", "job", "nurse", "User works as a nurse")),
+    ("I'm a software engineer.", ("profile", "job", "software engineer",
+                                  "User works as a software engineer")),
+    ("I love hiking", ("preference", "likes", "hiking", "User loves hiking")),
+    ("I really enjoy jazz.", ("preference", "likes", "jazz", "User enjoys jazz")),
+    ("I prefer dark mode", ("preference", "prefers", "dark mode", "User prefers dark mode")),
+    ("I don't like olives", ("preference", "dislikes", "olives", "User dislikes olives")),
+    ("I hate mornings", ("preference", "dislikes", "mornings", "User dislikes mornings")),
+    ("I no longer like coffee.", ("preference", "no_longer_likes", "coffee",
+                                  "User no longer likes coffee")),
+    ("I'm vegetarian", ("profile", "diet", "vegetarian", "User is vegetarian")),
+    ("I am vegan.", ("profile", "diet", "vegan", "User is vegan")),
+    ("I'm allergic to peanuts", ("profile", "allergic_to", "peanuts",
+                                 "User is allergic to peanuts")),
+    ("My wife is called Maria.", ("triple", "wife", "Maria", "User's wife is called Maria")),
+    ("My dog is Rex", ("triple", "dog", "Rex", "User's dog is called Rex")),
+    ("My son's name is Tom", ("triple", "son", "Tom", "User's son is called Tom")),
+    ("My birthday is May 3rd.", ("profile", "birthday", "May 3rd", "User's birthday is May 3rd")),
+    ("I was born on 3 May 1990", ("profile", "birthday", "3 May 1990",
+                                  "User's birthday is 3 May 1990")),
+])
+def test_each_statement_kind_becomes_a_fact_about_the_user(acme, text, expected) -> None:
+    assert learnt(acme, text) == [expected]
+    fact = facts(acme)[0]
+    assert fact["subject"] == "user" and fact["updated_by"] == "augmentation"
+
+
+@pytest.mark.parametrize("text", [
+    "Do I like tea?",
+    "Should I move to Lisbon?",
+    "If I lived in Paris I would eat croissants.",
+    "I would love a house by the sea.",
+    "Maybe I'll move to Berlin.",
+    "I wish I lived in Rome.",
+    "My sister likes cats.",
+    "He said I like jazz.",
+    "My friend is vegetarian.",
+    "I'm a big fan of football.",
+    "my dog is sick",
+    "Hello there!",
+])
+def test_questions_hypotheticals_and_other_peoples_statements_are_not_facts(acme, text) -> None:
+    assert learnt(acme, text) == []
+
+
+def test_only_the_users_own_messages_count(acme) -> None:
+    conversation = capture(acme, "I live in Lisbon.", role="assistant")
+    augment(acme, conversation)
+    assert facts(acme) == []
+
+
+def test_one_message_can_state_several_facts(acme) -> None:
+    found = learnt(acme, "I live in Porto and I work at Acme. I love jazz!")
+    assert sorted(row[1] for row in found) == ["employer", "home", "likes"]
+
+
+def test_the_same_statement_again_merges_adding_its_source(acme) -> None:
+    conversation = capture(acme, "I love hiking.", "Yes, I love hiking!")
+    augment(acme, conversation)
+    [fact] = facts(acme)
+    assert len(fact["source"]["message_ids"]) == 2 and fact["version"] == 2
+    assert fact["source"]["conversation_id"] == conversation
+    history = acme.client.get(f"{FACTS}/{fact['id']}/history").json()["history"]
+    assert [(h["event"], h["actor"]) for h in history] == [("created", "augmentation"),
+                                                           ("merged", "augmentation")]
+
+
+def test_a_merge_keeps_the_higher_confidence(acme) -> None:
+    made = acme.client.post(FACTS, {"content": "User lives in Lisbon", "confidence": 0.3},
+                            format="json").json()
+    augment(acme, capture(acme, "I live in Lisbon"))
+    [fact] = facts(acme)
+    assert fact["id"] == made["id"] and fact["confidence"] == 0.9
+    acme.client.patch(f"{FACTS}/{made['id']}", {"confidence": 1.0}, format="json")
+    augment(acme, capture(acme, "I live in Lisbon.", session="s2"))
+    assert facts(acme)[0]["confidence"] == 1.0
+
+
+def test_a_contradiction_invalidates_the_old_fact_never_deletes_it(acme) -> None:
+    augment(acme, capture(acme, "I live in Lisbon.", at="2026-01-01T10:00:00Z"))
+    augment(acme, capture(acme, "I moved to Porto.", session="s2", at="2026-06-01T10:00:00Z"))
+    assert [f["object"] for f in facts(acme)] == ["Porto"]
+    porto, lisbon = facts(acme, include_invalid=True)
+    assert lisbon["object"] == "Lisbon" and lisbon["invalid_at"] == porto["valid_at"]
+    assert porto["invalid_at"] is None and porto["valid_at"] == "2026-06-01T10:00:00Z"
+    history = acme.client.get(f"{FACTS}/{lisbon['id']}/history").json()["history"]
+    assert [h["event"] for h in history] == ["created", "invalidated"]
+    with tenant_context(acme.tenant.id):
+        replaced_by = FactVersion.objects.get(event="invalidated").related_fact_id
+    assert str(replaced_by) == porto["id"]
+    feed = acme.client.get("/api/v1/events", {"limit": 100}).json()["events"]
+    assert [(e["data"]["change"], e["actor"]) for e in feed if e["type"] == "fact.changed"] == [
+        ("created", "augmentation"), ("created", "augmentation"), ("invalidated", "augmentation")]
+
+
+def test_no_longer_liking_invalidates_the_like(acme) -> None:
+    augment(acme, capture(acme, "I love coffee.", "I like tea."))
+    augment(acme, capture(acme, "I don't like coffee anymore.", session="s2"))
+    valid = sorted((f["predicate"], f["object"]) for f in facts(acme))
+    assert valid == [("likes", "tea"), ("no_longer_likes", "coffee")]
+    invalid = [f for f in facts(acme, include_invalid=True) if f["invalid_at"]]
+    assert [(f["predicate"], f["object"]) for f in invalid] == [("likes", "coffee")]
+
+
+def test_an_older_statement_arriving_late_is_created_already_invalid(acme) -> None:
+    augment(acme, capture(acme, "I live in Porto.", at="2026-06-01T10:00:00Z"))
+    augment(acme, capture(acme, "I live in Lisbon.", session="s2", at="2026-01-01T10:00:00Z"))
+    assert [f["object"] for f in facts(acme)] == ["Porto"]
+    lisbon = next(f for f in facts(acme, include_invalid=True) if f["object"] == "Lisbon")
+    assert lisbon["invalid_at"] == "2026-06-01T10:00:00Z"
+
+
+def _rewind(kit, conversation_id: str) -> None:
+    with tenant_context(kit.tenant.id):
+        Conversation.objects.filter(id=conversation_id).update(augmented_seq=0)
+
+
+def test_the_same_messages_twice_change_nothing(acme) -> None:
+    conversation = capture(acme, "I live in Lisbon.", "I love jazz.", "I love jazz!")
+    assert augment(acme, conversation) == 3
+    before = facts(acme, include_invalid=True)
+    events = acme.client.get("/api/v1/events", {"limit": 100}).json()["events"]
+    assert augment(acme, conversation) == 0  # the cursor
+    _rewind(acme, conversation)
+    assert augment(acme, conversation) == 3  # read again: the stable keys
+    assert facts(acme, include_invalid=True) == before
+    assert acme.client.get("/api/v1/events", {"limit": 100}).json()["events"] == events
+
+
+def test_a_fact_the_app_deleted_or_edited_is_not_learnt_again(acme) -> None:
+    conversation = capture(acme, "I live in Lisbon.", "I love jazz.")
+    augment(acme, conversation)
+    by_object = {f["object"]: f for f in facts(acme)}
+    acme.client.delete(f"{FACTS}/{by_object['Lisbon']['id']}")
+    acme.client.patch(f"{FACTS}/{by_object['jazz']['id']}", {"content": "User loves free jazz"},
+                      format="json")
+    _rewind(acme, conversation)
+    augment(acme, conversation)
+    [fact] = facts(acme, include_invalid=True)
+    assert fact["content"] == "User loves free jazz" and fact["updated_by"] == "app"
+
+
+def test_augmentation_switched_off_learns_nothing_and_moves_the_cursor(acme, settings) -> None:
+    acme.tenant.augmentation_enabled = False
+    acme.tenant.save(update_fields=["augmentation_enabled"])
+    conversation = capture(acme, "I live in Lisbon.")
+    assert augment(acme, conversation) == 1
+    assert facts(acme) == []
+    acme.tenant.augmentation_enabled = True
+    acme.tenant.save(update_fields=["augmentation_enabled"])
+    assert augment(acme, conversation) == 0  # what was said while it was off stays unlearnt
+    settings.AUGMENTATION_PROVIDER = "none"
+    augment(acme, capture(acme, "I love jazz."))
+    assert facts(acme) == []
+    settings.AUGMENTATION_PROVIDER = "rules"
+    augment(acme, capture(acme, "I love tea."))
+    assert [f["object"] for f in facts(acme)] == ["tea"]
+
+
+def test_a_capture_enqueues_its_run_on_commit(acme, eager_tasks, django_capture_on_commit_callbacks) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        capture(acme, "I live in Lisbon.")
+    with django_capture_on_commit_callbacks(execute=True):
+        capture(acme, "I love jazz.")  # inline runs have no debounce: each capture runs
+    assert sorted(f["object"] for f in facts(acme)) == ["Lisbon", "jazz"]
+    with tenant_context(acme.tenant.id):
+        assert Fact.objects.count() == 2

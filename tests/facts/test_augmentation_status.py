@@ -1,0 +1,55 @@
+"""The dashboard shows augmentation per tenant: on/off, provider, backlog (conversations with
+messages after their cursor) and the latest failed runs, this tenant's only; forget-everything
+removes the person's failure rows."""
+
+from __future__ import annotations
+
+import re
+
+from memoryhub.models import AugmentationFailure
+from tenants.context import tenant_context
+from tests.facts.chat_server import Reply
+from tests.facts.test_augmentation import USER, augment, capture
+from tests.facts.test_openai_extractor import llm, run
+from tests.pages.conftest import acme_team, signed_in
+
+__all__ = ["acme_team", "llm"]  # fixtures, used by name
+
+
+def _card(kit, team) -> tuple[dict[str, str], str]:
+    html = signed_in(team.admin).get("/t/acme/").content.decode()
+    card = html[html.index('id="augmentation"'):html.index('id="recent-heading"')]
+    stats = dict(re.findall(r'<dt>(.*?)</dt><dd id="augmentation-[a-z]+">(.*?)</dd>', card))
+    return stats, card
+
+
+def test_the_dashboard_shows_status_backlog_and_failures(acme, globex, acme_team, llm) -> None:
+    stats, card = _card(acme, acme_team)
+    assert stats == {"Status": "on", "Provider": "<code>openai</code>",
+                     "Conversations waiting": "0"} and "No failed runs." in card
+
+    failing = capture(acme, "I live in Lisbon.")
+    capture(acme, "I love jazz.", session="s2")
+    capture(globex, "I live in Oslo.")
+    llm.script(*[Reply(status=500, raw=b'{"error": {"message": "model is down"}}')] * 4)
+    run(acme, failing)
+    stats, card = _card(acme, acme_team)
+    assert stats["Conversations waiting"] == "2"  # the failed one kept its cursor
+    assert "model is down" in card and failing in card and f"<code>{USER}</code>" in card
+    assert "Oslo" not in card
+
+    acme.tenant.augmentation_enabled = False
+    acme.tenant.save(update_fields=["augmentation_enabled"])
+    augment(acme, failing)  # off: the cursor moves on, nothing learnt
+    stats, _ = _card(acme, acme_team)
+    assert stats["Status"] == "off" and stats["Conversations waiting"] == "1"
+
+
+def test_forget_everything_removes_the_persons_failures(acme, llm) -> None:
+    llm.script(*[Reply(content="not json")] * 2)
+    run(acme, capture(acme, "I live in Lisbon."))
+    with tenant_context(acme.tenant.id):
+        assert AugmentationFailure.objects.filter(user_id=USER).count() == 1
+    assert acme.client.delete(f"/api/v1/users/{USER}").status_code == 204
+    with tenant_context(acme.tenant.id):
+        assert not AugmentationFailure.objects.exists()

@@ -1,0 +1,62 @@
+"""Deleting a conversation removes what augmentation took only from it (spec: Conversations,
+"DELETE also removes what augmentation took only from it"), over the API, and retention,
+which deletes through the same function, does the same."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from memoryhub.models import Conversation, Fact, FactSourceKey
+from memoryhub.services.conversations import conversations_expired_purge
+from tenants.context import tenant_context
+from tests.facts.test_augmentation import FACTS, USER, augment, capture, facts
+
+
+def _delete(kit, conversation_id: str) -> None:
+    response = kit.client.delete(f"/api/v1/users/{USER}/conversations/{conversation_id}")
+    assert response.status_code == 204, response.content
+
+
+def _fact_changes(kit) -> list[tuple[str, str]]:
+    feed = kit.client.get("/api/v1/events", {"limit": 100}).json()["events"]
+    return [(e["data"]["change"], e["actor"]) for e in feed if e["type"] == "fact.changed"]
+
+
+def test_a_fact_only_that_conversation_stated_goes_with_it(acme) -> None:
+    first = capture(acme, "I live in Lisbon.", "I love jazz.")
+    augment(acme, first)
+    second = capture(acme, "I love jazz!", session="s2")
+    augment(acme, second)
+    made = acme.client.post(FACTS, {"content": "User likes tea"}, format="json").json()
+    lisbon = next(f for f in facts(acme) if f["object"] == "Lisbon")
+    jazz = next(f for f in facts(acme) if f["object"] == "jazz")
+    assert len(jazz["source"]["message_ids"]) == 2
+    before = len(_fact_changes(acme))
+
+    _delete(acme, first)
+
+    left = {f["id"]: f for f in facts(acme, include_invalid=True)}
+    assert set(left) == {jazz["id"], made["id"]}  # the app's own fact has no source: kept
+    kept = left[jazz["id"]]
+    assert kept["source"] == {"conversation_id": second,
+                              "message_ids": [jazz["source"]["message_ids"][1]]}
+    assert kept["version"] == jazz["version"] + 1
+    assert acme.client.get(f"{FACTS}/{lisbon['id']}").status_code == 404
+    history = acme.client.get(f"{FACTS}/{jazz['id']}/history").json()["history"]
+    assert [(h["event"], h["actor"]) for h in history][-1] == ("updated", "app")
+    assert sorted(_fact_changes(acme)[before:]) == [("deleted", "app"), ("updated", "app")]
+    with tenant_context(acme.tenant.id):
+        assert not FactSourceKey.objects.filter(fact_id=lisbon["id"]).exists()
+        assert FactSourceKey.objects.filter(fact_id=jazz["id"]).exists()
+
+
+def test_retention_removes_the_facts_of_the_conversations_it_deletes(acme) -> None:
+    old = capture(acme, "I work at Acme.", at="2020-01-01T10:00:00Z")
+    augment(acme, old)
+    augment(acme, capture(acme, "I love hiking.", session="s2"))
+    acme.tenant.conversation_days = 30
+    acme.tenant.save(update_fields=["conversation_days"])
+    with tenant_context(acme.tenant.id):
+        assert conversations_expired_purge(tenant=acme.tenant, now=timezone.now()) == 1
+        assert not Conversation.objects.filter(id=old).exists()
+        assert list(Fact.objects.values_list("object", flat=True)) == ["hiking"]
