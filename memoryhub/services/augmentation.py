@@ -192,4 +192,3 @@ def _candidate_vectors(texts: list[str]) -> list[tuple[list[float], str] | None]
         return [None] * len(texts)
     key = provider_key(provider)
     return [(vector, key) if any(vector) else None for vector in vectors]
-

@@ -375,4 +375,3 @@ def context(
     return _post(_user(user_id, "context"), _fields(
         session_id=session_id, profile=profile, query=query, limit=limit,
         threshold=threshold, history=history))
-
