@@ -41,6 +41,8 @@ from api.authentication import (
     request_key,
     tenant_hint,
 )
+from api.errors import ApiError
+from memoryhub.errors import echo
 from memoryhub.models import EndUser
 from tenants.context import tenant_context
 from tenants.models import ApiKey, Tenant
@@ -87,6 +89,12 @@ class TenantAPIView(APIView):
             self._tenant_stack = ExitStack()
             self._tenant_stack.enter_context(tenant_context(tenant_id))
         super().initial(request, *args, **kwargs)
+        repeated = sorted(name for name, values in request.query_params.lists() if len(values) > 1)
+        if repeated:
+            # Every query parameter of this API holds one value; Django would read the last of
+            # several (``?limit=abc&limit=`` as no limit), so a client's mistake went unseen.
+            raise ApiError(400, "invalid_request",
+                           f"Give each query parameter once: {echo(', '.join(repeated))}.")
 
     def writes_end_user(self, request: Request) -> bool:
         """Whether this request writes the person the URL names, decided before

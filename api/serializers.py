@@ -409,7 +409,9 @@ class CaptureSerializer(ClosedSerializer):
     drop_empty = StrictBooleanField(
         required=False, help_text="drop messages with only whitespace. Default true.")
     redact = serializers.ListField(
-        child=StrictStringField(), max_length=MAX_PATTERNS, required=False,
+        # redact_pattern_problem's lengths; what RE2 and the nesting rule refuse is no schema's.
+        child=StrictStringField(openapi={"minLength": 1, "maxLength": MAX_PATTERN_CHARS}),
+        max_length=MAX_PATTERNS, required=False,
         error_messages={"max_length": f"at most {MAX_PATTERNS} redact patterns."},
         help_text=f"up to {MAX_PATTERNS} regular expressions (RE2: no backreferences or "
                   f"lookarounds), each at most {MAX_PATTERN_CHARS} characters, with no nested "

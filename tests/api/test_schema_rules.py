@@ -126,6 +126,16 @@ def test_the_server_refuses_what_the_schema_refuses(acme: Any) -> None:
     assert empty.status_code == 400
 
 
+def test_a_query_parameter_given_twice_is_refused(acme: Any) -> None:
+    """Django reads the last of several values: ``limit=abc&limit=`` was read as no limit."""
+    for query in ("limit=abc&limit=", "limit=5&limit=5", "cursor=&cursor="):
+        response = acme.client.get(f"{V1}/profiles?{query}")
+        assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_request")
+    assert acme.client.get(f"{V1}/profiles?limit=5").status_code == 200
+    unauthenticated = APIClient().get(f"{V1}/profiles?limit=1&limit=2")
+    assert unauthenticated.status_code == 401  # the key first, as for every request
+
+
 @pytest.mark.parametrize("role", [{}, [], ["user"], None, 1])
 def test_a_role_that_is_no_string_is_invalid_role_not_500(acme: Any, role: Any) -> None:
     response = acme.client.post(f"{V1}/users/alice/sessions/s1/messages",

@@ -90,6 +90,11 @@ def _accepted_refusal(case: Any, response: Any) -> str | None:
         # A message's metadata is free-form JSON: OpenAPI 3.0 has no propertyNames, so no
         # schema can refuse NUL in its keys (nor, without a recursive schema, in its values).
         return "NUL in free-form metadata"
+    if code == "invalid_request" and _message(response).startswith("capture: redact: "):
+        # A redact pattern is a regular expression that RE2 must compile, that nests no
+        # quantifier and matches no empty string (memoryhub/capture_policy.py): what a regex
+        # means is no JSON Schema's to say (its lengths are in the schema).
+        return "a redact pattern the pattern rules refuse"
     if code == "invalid_request" and _message(response).endswith(_SPELT_TWICE):
         # max_message_bytes and max_history_tokens are spelt twice (top level and in
         # `limits`) and must agree: no JSON Schema keyword compares two values.
