@@ -1,6 +1,6 @@
 """The OpenAPI document (drf-spectacular), as strict as the server.
 
-Schemathesis (tests/api/test_fuzz.py) sends what this document allows and expects it
+Schemathesis (tests/spec/test_schemathesis.py) sends what this document allows and expects it
 accepted, and what it forbids and expects it refused, so the document states the validators'
 rules rather than looser types:
 
