@@ -221,5 +221,11 @@ class PeopleSearchForm(forms.Form):
 
 
 class FactEditForm(forms.Form):
-    content = forms.CharField(strip=True, widget=forms.Textarea(attrs={"rows": 2}))
+    content = forms.CharField(strip=True, widget=forms.Textarea(attrs={"rows": 2}),
+                              error_messages={"required": "Write the fact to save."})
+    # The version the form was rendered with: the save refuses if the fact moved on.
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+
+# Marking a fact no longer true or deleting it: the version the page showed, when sent.
+FactChangeForm = DocumentDeleteForm

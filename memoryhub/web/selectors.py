@@ -260,19 +260,27 @@ class PersonFacts:
     invalid: list[FactRow]
 
 
-def person_facts(*, end_user: EndUser) -> PersonFacts:
-    """Two queries: the facts, then where their source messages are."""
-    facts = list(Fact.objects.filter(end_user=end_user).order_by("-id"))
+def _fact_rows(end_user: EndUser, facts: list[Fact]) -> list[FactRow]:
+    """Each fact with where its source messages are (one query for them all)."""
     ids = {m for f in facts for m in (f.source or {}).get("message_ids") or []}
     located = {str(m_id): FactSource(conversation_id, m_id, seq) for m_id, conversation_id, seq in
                Message.objects.filter(end_user=end_user, id__in=list(ids))
                .values_list("id", "conversation_id", "seq")}
+    return [FactRow(f, [located[m] for m in (f.source or {}).get("message_ids") or []
+                        if m in located]) for f in facts]
 
-    def row(fact: Fact) -> FactRow:
-        found = [located[m] for m in (fact.source or {}).get("message_ids") or [] if m in located]
-        return FactRow(fact, found)
-    valid = [row(f) for f in facts if f.invalid_at is None]
+
+def person_facts(*, end_user: EndUser) -> PersonFacts:
+    """Two queries: the facts, then where their source messages are."""
+    rows = _fact_rows(end_user, list(Fact.objects.filter(end_user=end_user).order_by("-id")))
+    valid = [r for r in rows if r.fact.invalid_at is None]
     groups = [FactGroup(kind, label, [r for r in valid if r.fact.type == kind])
               for kind, label in FACT_GROUP_LABELS.items()]
     return PersonFacts(groups=[g for g in groups if g.rows],
-                       invalid=[row(f) for f in facts if f.invalid_at is not None])
+                       invalid=[r for r in rows if r.fact.invalid_at is not None])
+
+
+def person_fact(*, end_user: EndUser, fact: Fact) -> FactRow:
+    """One fact as its section shows it (its partial, alone)."""
+    [row] = _fact_rows(end_user, [fact])
+    return row

@@ -17,6 +17,7 @@ person_urls = [
          {"folded": True}, name="conversation_fold"),
     path("conversations/<uuid:conversation_id>/delete", person.conversation_delete_view,
          name="conversation_delete"),
+    path("facts/<uuid:fact_id>/", person.fact_show, name="fact_show"),
     path("facts/<uuid:fact_id>/edit", person.fact_edit, name="fact_edit"),
     path("facts/<uuid:fact_id>/invalidate", person.fact_invalidate, name="fact_invalidate"),
     path("facts/<uuid:fact_id>/delete", person.fact_delete_view, name="fact_delete"),
