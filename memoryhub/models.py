@@ -209,6 +209,10 @@ class Conversation(TenantOwned):
                          name="conversation_user_recent"),
             # Retention: conversations whose last message is older than the cutoff.
             models.Index(fields=["tenant", "last_message_at"], name="conversation_tenant_last"),
+            # The dashboard's "conversations waiting" for augmentation: only those rows, so
+            # counting them costs the backlog, not the tenant's whole history.
+            models.Index(fields=["tenant"], condition=models.Q(message_count__gt=models.F("augmented_seq")),
+                         name="conversation_waiting"),
         ]
 
     def __str__(self) -> str:

@@ -7,7 +7,10 @@
    default limits allow (``max_scope_bytes`` per scope: about 3,600 memories of this size);
    what the Zipf draw gives beyond that goes to the other users. ``--unlimited`` lifts the
    cap, as if every tenant had switched the limit off (the largest user then holds 10% of
-   everything). Texts come from a fixed vocabulary; their
+   everything). With them, ``--facts`` and ``--messages`` (default 20,000 and 80,000; the
+   rows and their load: ``tests.benchmarks.recall_records``) drawn with the same weights,
+   each kind capped at the same number per user, and the queries then recall over every
+   source (``sources``: documents, facts, messages). Texts come from a fixed vocabulary; their
    vectors are the configured hashing provider's, computed on all cores and written with
    binary COPY as the owner role, tenant by tenant (RLS stays forced: each COPY sets
    ``app.tenant_id``), with the full-text vector computed by PostgreSQL on insert.
@@ -18,12 +21,13 @@
    prints latency percentiles and requests/s at the client, and, from each response's
    ``Server-Timing``, the query's embedding time, the database time and the whole request
    in the server, so that the embedding can be told apart.
-3. Checks exactness on a sample: the vector ranking of the server's search equals brute
-   force in numpy over every visible passage (float16 vectors, same formula), and each
-   HTTP result's ``similarity`` equals the brute-force cosine.
+3. Checks exactness on a sample: the vector ranking of the selector the API calls
+   (``recall_rank``: every source ranked by the store, then merged) equals brute force in
+   numpy over every visible passage, valid fact and message (float16 vectors, same
+   formula), and each HTTP result's ``similarity`` equals the brute-force cosine.
 
-    python -m tests.benchmarks.bench_recall [--n 100000] [--seconds 20] [--clients 4] [--fresh] [--unlimited]
-        [--rate R | --rate-share 0.5]
+    python -m tests.benchmarks.bench_recall [--n 100000] [--facts 20000] [--messages 80000]
+        [--seconds 20] [--clients 4] [--fresh] [--unlimited] [--rate R | --rate-share 0.5]
 """
 
 from __future__ import annotations
@@ -490,6 +494,34 @@ def check_exactness(base: str, sample: list[Query]) -> tuple[int, int, float]:
     return equal, len(sample), worst
 
 
+def source_timings(sample: list[Query]) -> dict[str, list[float]]:
+    """Each source's search alone (the query's terms included), in this process, one query at
+    a time: milliseconds per source, to tell which one a slow recall spends its time in."""
+    from django.utils import timezone
+
+    from memoryhub.models import EndUser
+    from memoryhub.selectors.recall import query_embed, query_terms, ranking_settings, recall_rank
+    from memoryhub.store.recall import Visibility
+    from tenants.context import tenant_context
+    from tenants.services import api_key_parse
+
+    ranking = ranking_settings()
+    out: dict[str, list[float]] = defaultdict(list)
+    for query in sample:
+        vector, key, _ = query_embed(query.body["query"])
+        terms = query_terms(query.body["query"], limit=ranking.max_query_terms)
+        with tenant_context(api_key_parse(query.key).tenant_id):
+            end_user = EndUser.objects.get(user_id=query.user_id)
+            visibility = Visibility(end_user.pk, query.body["session_id"], query.body["profile"])
+            for source in query.body["sources"]:
+                started = time.perf_counter()
+                recall_rank(visibility=visibility, query_vector=vector, provider=key, terms=terms,
+                            limit=10, threshold=None, ranking=ranking, now=timezone.now(),
+                            sources=[source], include_invalid=False)
+                out[source].append((time.perf_counter() - started) * 1000)
+    return out
+
+
 def _hit_key(hit) -> tuple[str, str]:
     return (hit.kind, str(hit.document_id) if hit.kind == "document" else hit.record_id)
 
@@ -641,6 +673,9 @@ def main() -> None:
         report(run_http(base, work, args.clients, args.seconds, rate=rate), args.seconds)
         print("\nchecking exactness against brute force ...", flush=True)
         equal, total, worst = check_exactness(base, sample)
+    print("\neach source's search alone, one query at a time in this process (the sample):")
+    for source, timings in source_timings(sample).items():
+        print(summary(f"  {source}", timings))
     print(f"exactness: {equal}/{total} sampled queries rank like brute force (top 10); "
           f"largest |similarity - brute-force cosine| over HTTP: {worst:.5f}")
 
