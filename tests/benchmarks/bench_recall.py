@@ -504,9 +504,22 @@ def check_exactness(base: str, sample: list[Query]) -> tuple[int, int, float]:
     return equal, len(sample), worst
 
 
-def source_timings(sample: list[Query]) -> dict[str, list[float]]:
+SIZE_BUCKETS = (100, 1_000, 5_000)  # rows a person holds (every source), for the timings
+
+
+def size_bucket(rows: int) -> str:
+    low = 0
+    for high in SIZE_BUCKETS:
+        if rows <= high:
+            return f"people with {low + 1:,}-{high:,} rows"
+        low = high
+    return f"people with over {low:,} rows"
+
+
+def source_timings(sample: list[Query], layout: Plan) -> dict[str, list[float]]:
     """Each source's search alone (the query's terms included), in this process, one query at
-    a time: milliseconds per source, to tell which one a slow recall spends its time in."""
+    a time: milliseconds per source, to tell which one a slow recall spends its time in; and
+    every source together (the server's search) by how many rows the person holds."""
     from django.utils import timezone
 
     from memoryhub.models import EndUser
@@ -529,7 +542,15 @@ def source_timings(sample: list[Query]) -> dict[str, list[float]]:
                             limit=10, threshold=None, ranking=ranking, now=timezone.now(),
                             sources=[source], include_invalid=False)
                 out[source].append((time.perf_counter() - started) * 1000)
-    return out
+            started = time.perf_counter()
+            recall_rank(visibility=visibility, query_vector=vector, provider=key, terms=terms,
+                        limit=10, threshold=None, ranking=ranking, now=timezone.now(),
+                        sources=query.body["sources"], include_invalid=False)
+            rows = int(layout.rows_of_user()[int(query.user_id.removeprefix("user-"))])
+            out[f"all, {size_bucket(rows)}"].append((time.perf_counter() - started) * 1000)
+    buckets = [f"all, {size_bucket(high)}" for high in (*SIZE_BUCKETS, SIZE_BUCKETS[-1] + 1)]
+    order = [*sample[0].body["sources"], *buckets] if sample else []
+    return {name: out[name] for name in order if name in out}
 
 
 def _hit_key(hit) -> tuple[str, str]:
@@ -618,7 +639,7 @@ def api_keys(tenant_ids: list[int], needed: set[int]) -> dict[int, str]:
 
 
 def summary(name: str, values: list[float]) -> str:
-    return (f"{name:<34} p50 {percentile(values, 50):8.2f}  p95 {percentile(values, 95):8.2f}  "
+    return (f"{name:<46} p50 {percentile(values, 50):8.2f}  p95 {percentile(values, 95):8.2f}  "
             f"p99 {percentile(values, 99):8.2f} ms")
 
 
@@ -686,9 +707,10 @@ def main() -> None:
         report(steady, args.seconds, server_cpu_seconds(env, base) - cpu)
         print("\nchecking exactness against brute force ...", flush=True)
         equal, total, worst = check_exactness(base, sample)
-    print("\neach source's search alone, one query at a time in this process (the sample):")
-    for source, timings in source_timings(sample).items():
-        print(summary(f"  {source}", timings))
+    print("\nthe search one query at a time in this process (the sample): each source alone, "
+          "then all of them by the person's size")
+    for source, timings in source_timings(sample, layout).items():
+        print(summary(f"  {source} ({len(timings)})", timings))
     print(f"exactness: {equal}/{total} sampled queries rank like brute force (top 10); "
           f"largest |similarity - brute-force cosine| over HTTP: {worst:.5f}")
 
