@@ -54,6 +54,7 @@ from memoryhub.identifiers import (
 from memoryhub.memory_tool.commands import command_writes, tool_run
 from memoryhub.selectors.documents import index_build
 from memoryhub.selectors.recall import memory_recall
+from memoryhub.services.usage import usage_recall_count
 from tenants.context import tenant_context
 from tenants.services import ParsedKey
 
@@ -231,6 +232,7 @@ def recall(
                 tenant=found.key.tenant, end_user=found.end_user, query=query, limit=limit,
                 threshold=None, relaxed=False, session_id=session, profile=profile_name,
             )
+            usage_recall_count()  # the dashboard's usage chart, as the REST view counts it
             results = [recall_result_representation(hit) for hit in found_recall.results]
             # The REST answer's JSON, times included, as DRF renders it.
             structured = json.loads(json.dumps({"results": results}, cls=JSONEncoder))

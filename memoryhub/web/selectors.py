@@ -10,7 +10,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, F, QuerySet, Sum
 from django.utils import timezone
 
 from memoryhub.models import (
@@ -26,6 +26,7 @@ from memoryhub.models import (
     Scope,
 )
 from memoryhub.selectors.conversations import conversations_per_person
+from memoryhub.selectors.usage import DayUsage, usage_day, usage_days
 from tenants.context import web_user_context
 from tenants.models import ApiKey, AuditEntry, Invitation, Membership
 
@@ -117,13 +118,20 @@ class ScopeTotals:
     bytes: int
 
 
+USAGE_DAYS = 30  # the overview's charts
+
+
 @dataclass(frozen=True)
 class Overview:
     end_users: int
     scopes: list[ScopeTotals]
-    writes_today: int
     pressure_7d: int
     recent: list[MemoryEvent]
+    usage: list[DayUsage]  # the last USAGE_DAYS days, today last
+
+    @property
+    def writes_today(self) -> int:
+        return self.usage[-1].writes
 
     @property
     def documents(self) -> int:
@@ -136,7 +144,6 @@ class Overview:
 
 def tenant_overview() -> Overview:
     now = timezone.now()
-    start_of_day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     totals = {
         row["scope"]: row
         for row in MemoryDocument.objects.values("scope").annotate(
@@ -148,18 +155,16 @@ def tenant_overview() -> Overview:
                     totals.get(scope, {}).get("bytes") or 0)
         for scope in SCOPE_ORDER
     ]
-    events = MemoryEvent.objects.aggregate(
-        writes_today=Count("id", filter=Q(type=EventType.CHANGED, created_at__gte=start_of_day)),
-        pressure_7d=Count(
-            "id", filter=Q(type=EventType.PRESSURE, created_at__gte=now - timedelta(days=7))
-        ),
-    )
+    pressure_7d = MemoryEvent.objects.filter(
+        type=EventType.PRESSURE, created_at__gte=now - timedelta(days=7)
+    ).count()
+    stored = sum(s.bytes for s in scopes)
     return Overview(
         end_users=EndUser.objects.count(),
         scopes=scopes,
-        writes_today=events["writes_today"],
-        pressure_7d=events["pressure_7d"],
+        pressure_7d=pressure_7d,
         recent=list(MemoryEvent.objects.filter(type=EventType.CHANGED).order_by("-id")[:10]),
+        usage=usage_days(last=usage_day(now), days=USAGE_DAYS, stored_today=stored),
     )
 
 

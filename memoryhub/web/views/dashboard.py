@@ -22,6 +22,7 @@ from memoryhub.models import EndUser, Profile
 from memoryhub.services.people import end_user_forget, portal_link_create
 from memoryhub.services.profiles import profile_set
 from memoryhub.web.access import TenantAccess, tenant_page
+from memoryhub.web.charts import usage_charts
 from memoryhub.web.forms import (
     LIMIT_LABELS,
     ApiKeyForm,
@@ -77,8 +78,9 @@ def _back(access: TenantAccess, name: str) -> HttpResponse:
 @tenant_page()
 @require_GET
 def overview(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    overview = tenant_overview()
     return _page(request, access, "overview.html", section="overview",
-                 overview=tenant_overview(),
+                 overview=overview, charts=usage_charts(overview.usage),
                  augmentation=augmentation_status(enabled=access.tenant.augmentation_enabled))
 
 
