@@ -24,9 +24,12 @@ from memoryhub.models import (
     Message,
     Profile,
     Scope,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 from memoryhub.selectors.conversations import conversations_per_person
 from memoryhub.selectors.usage import DayUsage, usage_day, usage_days
+from memoryhub.services.webhooks import secret_masked
 from tenants.context import web_user_context
 from tenants.models import ApiKey, AuditEntry, Invitation, Membership
 
@@ -205,6 +208,34 @@ def end_users_search(*, query: str) -> QuerySet[EndUser]:
 
 def audit_entries() -> QuerySet[AuditEntry]:
     return AuditEntry.objects.order_by("-created_at", "-id")
+
+
+RECENT_DELIVERIES = 10  # per endpoint, on the webhooks page
+
+
+@dataclass(frozen=True)
+class WebhookRow:
+    """An endpoint on the webhooks page, with its latest deliveries (newest first)."""
+
+    endpoint: WebhookEndpoint
+    deliveries: list[WebhookDelivery]
+
+    @property
+    def secret_hint(self) -> str:
+        return secret_masked(self.endpoint.secret)
+
+
+def webhook_row(endpoint: WebhookEndpoint) -> WebhookRow:
+    # Deliveries are written with their event, so the event's id orders them, and the
+    # (tenant, endpoint, event) unique index reads the latest few backwards.
+    deliveries = (WebhookDelivery.objects.filter(endpoint=endpoint).select_related("event")
+                  .order_by("-event_id")[:RECENT_DELIVERIES])
+    return WebhookRow(endpoint=endpoint, deliveries=list(deliveries))
+
+
+def webhook_rows() -> list[WebhookRow]:
+    """Every endpoint, oldest first (at most 20: the API's limit), one query each."""
+    return [webhook_row(e) for e in WebhookEndpoint.objects.order_by("created_at", "id")]
 
 
 @dataclass(frozen=True)
