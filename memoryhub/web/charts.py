@@ -20,7 +20,7 @@ from memoryhub.selectors.usage import DayUsage
 
 # The viewBox: the SVG scales to the width of its box, the height follows.
 WIDTH, HEIGHT = 300, 100
-TOP_MARGIN = 12  # room for the largest value's label above the tallest bar
+TOP_MARGIN = 14  # room for the largest value's label above the tallest bar
 GAP = 0.2  # the share of each day's slot left between bars
 
 
