@@ -24,11 +24,9 @@ logger = logging.getLogger(__name__)
 
 def unowned_tenant_references() -> list[str]:
     """Models that point at Tenant without being tenant-owned."""
-    return sorted(
-        relation.related_model._meta.label
-        for relation in Tenant._meta.related_objects
-        if not issubclass(relation.related_model, TenantOwned)
-    )
+    models = [relation.related_model for relation in Tenant._meta.related_objects]
+    return sorted(model._meta.label for model in models
+                  if isinstance(model, type) and not issubclass(model, TenantOwned))
 
 
 def tenant_rows() -> dict[str, int]:

@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from django.utils import timezone
@@ -113,19 +113,24 @@ def _line(kind: str, data: Any) -> str:
                       separators=(",", ":")) + "\n"
 
 
+Write = Callable[[str], object]
+
+
 @contextmanager
-def _opened(output: str, stdout: OutputWrapper) -> Iterator[IO[str]]:
-    """stdout for "-"; else FILE.partial, renamed to FILE once everything is written."""
+def _opened(output: str, stdout: OutputWrapper) -> Iterator[Write]:
+    """Where the lines go: stdout for "-"; else FILE.partial, renamed to FILE once everything
+    is written (and removed if the export fails)."""
     if output == "-":
-        yield stdout  # every line ends with its newline: the wrapper adds none
+        yield stdout.write  # every line ends with its newline: the wrapper adds none
         stdout.flush()
         return
     path = Path(output)
     partial = path.with_name(path.name + ".partial")
-    opener: Callable[..., IO[str]] = gzip.open if path.suffix == ".gz" else open  # type: ignore[assignment]
+    stream = (gzip.open(partial, "wt", encoding="utf-8") if path.suffix == ".gz"
+              else partial.open("w", encoding="utf-8"))
     try:
-        with opener(partial, "wt", encoding="utf-8") as stream:
-            yield stream
+        with stream:
+            yield stream.write
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
@@ -143,29 +148,29 @@ class Command(BaseCommand):
         tenant = Tenant.objects.filter(slug=options["slug"]).first()
         if tenant is None:
             raise CommandError(f"No tenant {options['slug']!r}.")
-        with _opened(options["output"], self.stdout) as stream:
-            written = self._export(tenant, stream)
+        with _opened(options["output"], self.stdout) as write:
+            written = self._export(tenant, write)
         with tenant_context(tenant.pk):
             audit_record(tenant=tenant, actor=ACTOR, action="tenant.exported",
                          data={"records": sum(written.values())})
         self.stderr.write(f"Exported {sum(written.values())} records of {tenant.slug}"
                           f"{'' if options['output'] == '-' else ' to ' + options['output']}.")
 
-    def _export(self, tenant: Tenant, stream: IO[str]) -> Counter[str]:
+    def _export(self, tenant: Tenant, write: Write) -> Counter[str]:
         written: Counter[str] = Counter()
         with read_only_snapshot(), tenant_context(tenant.pk):
             counts = tenant_export_counts()
-            stream.write(_line("export", {
+            write(_line("export", {
                 "version": FORMAT_VERSION, "tenant_id": tenant.pk, "slug": tenant.slug,
                 "exported_at": timezone.now(), "counts": {"tenant": 1, **counts},
             }))
-            stream.write(_line("tenant", tenant_representation(tenant)))
+            write(_line("tenant", tenant_representation(tenant)))
             written["tenant"] += 1
             bar = ProgressBar(sum(counts.values()), self.stderr)
             for record in tenant_export_records():
-                stream.write(_line(record.kind, SHAPES[record.kind](record.row)))
+                write(_line(record.kind, SHAPES[record.kind](record.row)))
                 written[record.kind] += 1
                 bar.advance(1)
             bar.finish()
-        stream.write(_line("end", {"counts": dict(written)}))
+        write(_line("end", {"counts": dict(written)}))
         return written
