@@ -13,11 +13,9 @@ from django.db import connection
 from memoryhub.services.tenant_removal import unowned_tenant_references
 from tenants.models import Tenant
 from tests.operations.seed import rows_per_table, seed_every_table
+from tests.webhooks.receiver import private_urls_allowed  # noqa: F401 - a fixture
 
-
-@pytest.fixture(autouse=True)
-def private_urls_allowed(settings) -> None:
-    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
+pytestmark = pytest.mark.usefixtures("private_urls_allowed")
 
 
 @pytest.fixture

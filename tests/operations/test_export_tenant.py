@@ -17,11 +17,9 @@ from tenants.context import tenant_context
 from tenants.managers import tenant_owned_models
 from tenants.models import AuditEntry
 from tests.operations.seed import ok, seed_every_table
+from tests.webhooks.receiver import private_urls_allowed  # noqa: F401 - a fixture
 
-
-@pytest.fixture(autouse=True)
-def private_urls_allowed(settings) -> None:
-    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
+pytestmark = pytest.mark.usefixtures("private_urls_allowed")
 
 
 def export(slug: str, *args: str) -> tuple[str, str]:

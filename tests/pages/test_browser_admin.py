@@ -19,7 +19,7 @@ from memoryhub.models import WebhookEndpoint
 from memoryhub.selectors.usage import usage_day
 from tenants.context import tenant_context
 from tests.pages.browser import Api, shot
-from tests.webhooks.receiver import webhook_receiver
+from tests.webhooks.receiver import private_urls_allowed, webhook_receiver  # noqa: F401 - a fixture
 
 # live_server makes every test here transactional (see test_browser.py).
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -32,13 +32,9 @@ def api(acme, live_server) -> Api:
     return Api(live_server.url, acme.key)
 
 
-@pytest.fixture
-def private_urls_allowed(settings) -> None:
-    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
-
-
+@pytest.mark.usefixtures("private_urls_allowed")
 def test_an_admin_reads_why_an_endpoint_was_switched_off_tests_it_and_switches_it_on(
-    pages, api, acme, acme_team, globex, eager_tasks, private_urls_allowed,
+    pages, api, acme, acme_team, globex, eager_tasks,
 ) -> None:
     with webhook_receiver(statuses=[500]) as receiver:
         created = api.http.post("/webhooks", json={"url": receiver.url}).json()

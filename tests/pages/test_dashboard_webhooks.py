@@ -22,14 +22,11 @@ from memoryhub.services.webhooks import webhook_deliver
 from tenants.context import tenant_context
 from tenants.models import AuditEntry
 from tests.pages.conftest import signed_in
-from tests.webhooks.receiver import webhook_receiver
+from tests.webhooks.receiver import private_urls_allowed, webhook_receiver  # noqa: F401 - a fixture
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
-
-@pytest.fixture(autouse=True)
-def private_urls_allowed(settings) -> None:
-    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
+pytestmark = pytest.mark.usefixtures("private_urls_allowed")
 
 
 def endpoint(kit, url: str, **extra) -> dict:
