@@ -321,6 +321,28 @@ class WriteTally(TenantOwned):
         ]
 
 
+class UsageDay(TenantOwned):
+    """A tenant's usage on one day (UTC), for the dashboard's charts.
+
+    ``writes`` (memory changes: ``memory.changed`` events) is counted by the statement that
+    records the event (``memoryhub.store.events``), ``recalls`` by one upsert per recall
+    (``memoryhub.services.usage``): counters, so deleting what was counted (forget-everything,
+    retention) never rewrites the past. ``stored_bytes`` is the tenant's documents' size at
+    the day's last reading (the hourly ``usage_snapshot_all`` task); None: no reading that day.
+    """
+
+    day = models.DateField()
+    writes = models.PositiveBigIntegerField(default=0)
+    recalls = models.PositiveBigIntegerField(default=0)
+    stored_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "day"], name="usageday_unique_day"),
+            TenantRowLevelSecurity(name="usageday_rls"),
+        ]
+
+
 class PortalLink(TenantOwned):
     """A one-time sign-in link for one end user's memory page; the token is signed, this row
     makes it single-use."""

@@ -364,6 +364,8 @@ CELERY_BEAT_SCHEDULE = {
     "retention-purge": {"task": "memoryhub.tasks.retention_purge_all", "schedule": 3600.0},
     "webhooks-sweep": {"task": "memoryhub.tasks.webhooks_sweep", "schedule": 300.0},
     "embeddings-sweep": {"task": "memoryhub.tasks.embeddings_sweep", "schedule": 600.0},
+    # Hourly: each tenant's stored bytes for the dashboard's usage chart (memoryhub/services/usage.py).
+    "usage-snapshot": {"task": "memoryhub.tasks.usage_snapshot_all", "schedule": 3600.0},
 }
 
 # --- MemoryHub -------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from tenants.context import tenant_context
 from tests.pages.conftest import person, person_url, signed_in, write
 
 TENANT_GET_PAGES = ["tenant_overview", "tenant_settings", "tenant_profiles", "tenant_keys",
-                    "tenant_members", "tenant_people", "tenant_audit"]
+                    "tenant_members", "tenant_people", "tenant_audit", "tenant_webhooks"]
 TENANT_POST_ACTIONS = [
     ("tenant_memory", {}, {"memory_enabled": "off"}),
     ("tenant_settings", {}, {"name": "x", "recall_threshold": "0.2"}),
@@ -29,6 +29,8 @@ TENANT_POST_ACTIONS = [
     ("tenant_member_remove", {"pk": 1}, {}),
     ("tenant_invitation_revoke", {"pk": 1}, {}),
     ("tenant_person_forget", {"pk": 1}, {}),
+    ("tenant_webhook_switch", {"pk": 1}, {"enabled": "off"}),
+    ("tenant_webhook_test", {"pk": 1}, {}),
 ]
 
 
@@ -60,10 +62,15 @@ def test_another_tenants_pages_and_actions_are_404(acme_team, globex_team) -> No
     """acme's owner addresses globex by slug and by globex's own row ids: all 404, no change."""
     write(globex_team.tenant, "g-user", "/secret.md", "globex data")
     with tenant_context(globex_team.tenant.pk):
-        from memoryhub.models import EndUser
+        from memoryhub.models import EndUser, WebhookEndpoint
         from tenants.models import ApiKey, Membership
 
+        hook = WebhookEndpoint.objects.create(url="https://globex.example.com/hook",
+                                              secret="whsec_" + "g" * 32,
+                                              event_types=["memory.changed"])
         ids = {
+            "tenant_webhook_switch": hook.pk,
+            "tenant_webhook_test": hook.pk,
             "tenant_key_revoke": ApiKey.objects.first().pk,
             "tenant_member_role": Membership.objects.get(user=globex_team.owner).pk,
             "tenant_member_remove": Membership.objects.get(user=globex_team.owner).pk,
@@ -83,6 +90,7 @@ def test_another_tenants_pages_and_actions_are_404(acme_team, globex_team) -> No
         assert ApiKey.objects.filter(revoked_at=None).count() == 2
         assert Membership.objects.count() == 3
         assert EndUser.objects.count() == 1
+        assert WebhookEndpoint.objects.get().enabled is True
 
 
 def test_anonymous_visitors_are_sent_to_sign_in(acme_team) -> None:

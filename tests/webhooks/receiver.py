@@ -1,4 +1,5 @@
-"""A tenant's webhook receiver on 127.0.0.1: records what arrives, answers scripted statuses."""
+"""A tenant's webhook receiver on 127.0.0.1: records what arrives, answers scripted statuses;
+and, for tests elsewhere that need one, a fixture allowing such private URLs."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
 
 
 @dataclass
@@ -49,3 +53,9 @@ def webhook_receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def private_urls_allowed(settings: Any) -> None:
+    """Webhook URLs on 127.0.0.1 (the receiver's) are allowed, as with WEBHOOK_ALLOW_PRIVATE_URLS."""
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
