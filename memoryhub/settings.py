@@ -442,7 +442,8 @@ LOGGING["formatters"] = {
     "text": {"()": "logging.Formatter", "defaults": {"request_id": "-"},
              "fmt": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
 }
-LOGGING["handlers"]["console"].update(formatter=LOG_FORMAT, filters=["request_id"])
+LOGGING["handlers"] = {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT,
+                                   "filters": ["request_id"]}}
 # The worker logs through the handler above (JSON) instead of replacing it with its own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Bearer token that /metrics requires; unset: open with DEBUG, 404 without (memoryhub/metrics.py).

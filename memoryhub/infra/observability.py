@@ -28,6 +28,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 
+from django.core.signals import request_finished
+from django.dispatch import receiver
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from prometheus_client import (
@@ -74,10 +76,13 @@ def current_request_id() -> str | None:
 
 
 class RequestIdLogFilter(logging.Filter):
-    """Put the current request's id on every record (``request_id``; None outside one)."""
+    """Put the current request's id on every record written during a request (``request_id``;
+    outside one the record has none: the text format shows ``-``, JSON leaves it out)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = _request_id.get()
+        request_id = _request_id.get()
+        if request_id is not None:
+            record.request_id = request_id
         return True
 
 
@@ -96,16 +101,15 @@ class RequestObservabilityMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         request_id = request_id_from(request.headers.get(REQUEST_ID_HEADER))
         request.request_id = request_id  # type: ignore[attr-defined]
-        token = _request_id.set(request_id)
+        # Cleared when the response is closed (below), not on the way out of here: Django
+        # logs a 4xx or 5xx answer ("Forbidden: ...") after the middleware has returned.
+        _request_id.set(request_id)
         started = time.perf_counter()
-        try:
-            response = self.get_response(request)
-            elapsed = time.perf_counter() - started
-            response[REQUEST_ID_HEADER] = request_id
-            self._record(request, response.status_code, elapsed)
-            return response
-        finally:
-            _request_id.reset(token)
+        response = self.get_response(request)
+        elapsed = time.perf_counter() - started
+        response[REQUEST_ID_HEADER] = request_id
+        self._record(request, response.status_code, elapsed)
+        return response
 
     @staticmethod
     def _record(request: HttpRequest, status: int, elapsed: float) -> None:
@@ -118,6 +122,11 @@ class RequestObservabilityMiddleware:
             extra={"route": route, "method": method, "status": status,
                    "duration_ms": round(elapsed * 1000, 3)},
         )
+
+
+@receiver(request_finished, dispatch_uid="memoryhub.request_id.clear")
+def _request_done(**kwargs: object) -> None:
+    _request_id.set(None)
 
 
 def exposition(extra: Iterable[Collector] = ()) -> tuple[bytes, str]:

@@ -78,9 +78,13 @@ def gunicorn(env: dict[str, str], *, workers: int, threads: int) -> Iterator[str
 
 
 @contextmanager
-def serving(cmd: list[str], env: dict[str, str], port: int, name: str) -> Iterator[str]:
-    """Run the server ``cmd`` listening on ``port`` until /healthz answers; stop it after."""
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+def serving(cmd: list[str], env: dict[str, str], port: int, name: str,
+            log: Path | None = None) -> Iterator[str]:
+    """Run the server ``cmd`` listening on ``port`` until /healthz answers; stop it after.
+    With ``log``, its output (stdout and stderr) goes to that file."""
+    out = log.open("w") if log else None
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out,
+                            stderr=subprocess.STDOUT if out else None)
     base = f"http://127.0.0.1:{port}"
     _server_pids[base] = proc.pid
     try:
@@ -97,6 +101,8 @@ def serving(cmd: list[str], env: dict[str, str], port: int, name: str) -> Iterat
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+        if out:
+            out.close()
 
 
 _server_pids: dict[str, int] = {}  # base URL -> its gunicorn's master
