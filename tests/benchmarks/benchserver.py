@@ -99,10 +99,35 @@ def serving(cmd: list[str], env: dict[str, str], port: int, name: str,
             raise SystemExit(f"{name} did not come up within 60 s")
         yield base
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        stop(proc)
         if out:
             out.close()
+
+
+@contextmanager
+def running(command: list[str], env: dict[str, str], log: Path, ready: str) -> Iterator[None]:
+    """Run ``command`` (a process that serves no HTTP) until ``ready`` shows in its output,
+    which goes to ``log``; stop it after."""
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    try:
+        while ready not in log.read_text():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{command[0]} did not start:\n{log.read_text()}")
+            time.sleep(0.2)
+        yield
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM (a graceful stop), then SIGKILL for a process still there after 30 s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 _server_pids: dict[str, int] = {}  # base URL -> its gunicorn's master
