@@ -8,14 +8,16 @@
   gunicorn with deploy/gunicorn.conf.py (two workers: /metrics adds both up; the API, /mcp,
   a page and its static files; JSON log lines carrying the request id), the Celery worker
   (embeds what the web server wrote) and beat (loads the schedule of the settings).
+- The nginx example in front of that gunicorn (Debian's nginx, from .ci/nginx).
 
-What cannot run here (the image, compose, nginx) is listed in README "Deploying".
+What cannot run here (the image, compose, systemd itself) is listed in README "Deploying".
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shelve
 import shlex
@@ -24,7 +26,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,8 @@ INSTALL_DIR, VENV_BIN, STATE_DIR = "/opt/memoryhub", "/opt/memoryhub/.venv/bin/"
 REDIS_URL = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
 # The proxy's headers (deploy/nginx/memoryhub.conf): TLS ended there.
 PROXIED = {"X-Forwarded-Proto": "https"}
+MCP_WIRE = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 
 
 def template() -> dict[str, str]:
@@ -153,15 +159,38 @@ def wait_until(predicate, what: str, timeout: float = 60.0) -> None:
         time.sleep(0.2)
 
 
-def test_the_units_commands_start_and_serve(transactional_db, acme, tmp_path) -> None:
+@dataclass
+class Production:
+    base: str  # gunicorn, reached directly
+    env: dict[str, str]
+    data_dir: Path
+    web_log: Path
+    worker_log: Path
+
+    def scrape(self) -> dict[tuple[str, tuple], float]:
+        answer = httpx.get(f"{self.base}/metrics",
+                           headers={"Authorization": f"Bearer {self.env['METRICS_TOKEN']}"})
+        assert answer.status_code == 200, answer.text
+        return samples(answer.text)
+
+
+@pytest.fixture(scope="module")
+def production(django_db_setup, tmp_path_factory) -> Iterator[Production]:
+    """The web and worker units' commands with the template's settings, on the test
+    database: gunicorn with two workers, a Celery worker on the test Redis."""
+    data_dir = tmp_path_factory.mktemp("production")
     port = free_port()
-    env = production_env(tmp_path, WEB_BIND=f"127.0.0.1:{port}", WEB_WORKERS="2")
+    env = production_env(data_dir, WEB_BIND=f"127.0.0.1:{port}", WEB_WORKERS="2")
     manage(env, "collectstatic", "--no-input", "-v", "0")  # a deploy step (README)
-    token = env["METRICS_TOKEN"]
-    web_log, worker_log = tmp_path / "web.log", tmp_path / "worker.log"
-    with (running(unit_command("worker", tmp_path), env, worker_log, " ready."),
-          serving(unit_command("web", tmp_path), env, port, "gunicorn", log=web_log) as base,
-          httpx.Client(base_url=base, headers=PROXIED, timeout=30) as http):
+    web_log, worker_log = data_dir / "web.log", data_dir / "worker.log"
+    with (running(unit_command("worker", data_dir), env, worker_log, " ready."),
+          serving(unit_command("web", data_dir), env, port, "gunicorn", log=web_log) as base):
+        yield Production(base, env, data_dir, web_log, worker_log)
+
+
+def test_the_units_commands_start_and_serve(production, transactional_db, acme) -> None:
+    base, before = production.base, production.scrape()
+    with httpx.Client(base_url=base, headers=PROXIED, timeout=30) as http:
         api = {"Authorization": f"Bearer {acme.key}"}
         wrote = http.post("/api/v1/users/alice/memory", headers={**api, "X-Request-ID": "w-1"},
                           json={"command": "create", "path": "/memories/tea.md",
@@ -177,9 +206,7 @@ def test_the_units_commands_start_and_serve(transactional_db, acme, tmp_path) ->
         with ThreadPoolExecutor(8) as pool:
             assert list(pool.map(users, range(24))) == [f"u-{i}" for i in range(24)]
 
-        mcp = http.post("/mcp", headers={**api, "Accept": "application/json, text/event-stream",
-                                         "MCP-Protocol-Version": "2025-11-25"},
-                        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+        mcp = http.post("/mcp", headers={**api, **MCP_WIRE}, json=TOOLS_LIST)
         assert mcp.status_code == 200, mcp.text
         assert {t["name"] for t in mcp.json()["result"]["tools"]} == {
             "memory", "recall", "memory_index"}
@@ -188,28 +215,115 @@ def test_the_units_commands_start_and_serve(transactional_db, acme, tmp_path) ->
         stylesheet = login.text.split('href="/static/', 1)[1].split('"', 1)[0]
         assert http.get(f"/static/{stylesheet}").status_code == 200  # collected, hashed name
         assert http.get("/api/v1/users", headers=api).status_code == 200
-        assert httpx.get(f"{base}/api/v1/users", headers=api).status_code == 301  # no TLS
+    assert httpx.get(f"{base}/api/v1/users", headers=api).status_code == 301  # no TLS
 
-        wait_until(lambda: passage_embedded(acme.tenant.id), "the worker to embed the write")
-        assert httpx.get(f"{base}/metrics").status_code == 403  # HTTP: no redirect, no token
-        scraped = samples(httpx.get(f"{base}/metrics",
-                                    headers={"Authorization": f"Bearer {token}"}).text)
+    wait_until(lambda: passage_embedded(acme.tenant.id), "the worker to embed the write")
+    assert httpx.get(f"{base}/metrics").status_code == 403  # HTTP: no redirect, no token
+    after = production.scrape()
+
+    def counted(route: str, method: str) -> float:
+        return (requests_total(after, route, method, "200")
+                - requests_total(before, route, method, "200"))
 
     # Two workers answered; one scrape counts both (multi-process mode).
-    assert requests_total(scraped, "api:users", "GET", "200") == 25
-    assert requests_total(scraped, "api:memory-tool", "POST", "200") == 1
-    assert requests_total(scraped, "mcp", "POST", "200") == 1
-    assert scraped[("memoryhub_embedding_backlog", (("kind", "passage"),))] == 0
-    logged = json_lines(web_log)
+    assert counted("api:users", "GET") == 25
+    assert counted("api:memory-tool", "POST") == 1
+    assert counted("mcp", "POST") == 1
+    assert after[("memoryhub_embedding_backlog", (("kind", "passage"),))] == 0
+    logged = json_lines(production.web_log)
     [write] = [line for line in logged if line.get("request_id") == "w-1"]
     assert (write["logger"], write["route"], write["status"]) == (
         "memoryhub.request", "api:memory-tool", 200)
     assert sum(line["message"].startswith("Booting worker") for line in logged) == 2
-    [refused] = [line for line in logged if line["logger"] == "django.request"]
-    assert refused["status_code"] == 403 and len(refused["request_id"]) == 32
-    assert not [line for line in web_log.read_text().splitlines() if not line.startswith("{")]
+    refused = [line for line in logged if line["message"] == "Forbidden: /metrics"]
+    assert refused and all(len(line["request_id"]) == 32 for line in refused)
+    assert not [line for line in production.web_log.read_text().splitlines()
+                if not line.startswith("{")]
     assert any("embed_documents" in line["message"] and "succeeded" in line["message"]
-               for line in json_lines(worker_log))
+               for line in json_lines(production.worker_log))
+
+
+# --- the proxy example in front of it --------------------------------------------------------
+
+
+def nginx_config(folder: Path, upstream: str, http_port: int, https_port: int) -> Path:
+    """deploy/nginx/memoryhub.conf with this machine's ports, a self-signed certificate and
+    files in ``folder``, inside the smallest nginx.conf that runs it."""
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=memory.example.com", "-keyout", str(folder / "key.pem"),
+                    "-out", str(folder / "cert.pem")], check=True, capture_output=True)
+    site = (DEPLOY / "nginx" / "memoryhub.conf").read_text()
+    for old, new in [
+        ("server 127.0.0.1:8000", f"server {upstream}"),
+        ("listen 80;", f"listen 127.0.0.1:{http_port};"), ("listen [::]:80;", ""),
+        ("listen 443 ssl http2;", f"listen 127.0.0.1:{https_port} ssl http2;"),
+        ("listen [::]:443 ssl http2;", ""),
+        ("/etc/letsencrypt/live/memory.example.com/fullchain.pem", str(folder / "cert.pem")),
+        ("/etc/letsencrypt/live/memory.example.com/privkey.pem", str(folder / "key.pem")),
+        ("/var/log/nginx/memoryhub.access.log", str(folder / "access.log")),
+    ]:
+        assert old in site, old
+        site = site.replace(old, new)
+    (folder / "site.conf").write_text(site)
+    temp = " ".join(f"{kind}_temp_path {folder / kind};"
+                    for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    conf = folder / "nginx.conf"
+    conf.write_text(f"daemon off; pid {folder / 'nginx.pid'}; error_log {folder / 'error.log'};\n"
+                    + ("user root;\n" if os.geteuid() == 0 else "")  # the folder is root's
+                    + f"events {{}}\nhttp {{ {temp} include {folder / 'site.conf'}; }}\n")
+    return conf
+
+
+def test_the_proxy_example_serves_through_nginx(production, transactional_db, acme,
+                                                tmp_path) -> None:
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists()
+                                      else None)
+    if nginx is None:
+        if os.environ.get("CI"):
+            pytest.fail("nginx is missing: .ci/nginx installs it for this test")
+        pytest.skip("nginx is not installed (.ci/nginx installs it as root)")
+    http_port, https_port = free_port(), free_port()
+    conf = nginx_config(tmp_path, production.base.removeprefix("http://"), http_port, https_port)
+    checked = subprocess.run([nginx, "-t", "-c", str(conf), "-p", str(tmp_path)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    public = f"https://127.0.0.1:{https_port}"
+    with (running([nginx, "-c", str(conf), "-p", str(tmp_path)], production.env,
+                  tmp_path / "nginx.out", ""),
+          httpx.Client(base_url=public, verify=False, timeout=30,
+                       headers={"Host": "memory.example.com"}) as http):
+        wait_until(lambda: _answers(http), "nginx to listen")
+        plain = httpx.get(f"http://127.0.0.1:{http_port}/t/acme/",
+                          headers={"Host": "memory.example.com"})
+        assert (plain.status_code, plain.headers["Location"]) == (
+            301, "https://memory.example.com/t/acme/")
+        api = {"Authorization": f"Bearer {acme.key}"}
+        # Django sees HTTPS (X-Forwarded-Proto): no redirect; nginx's id replaces the client's.
+        users = http.get("/api/v1/users", headers={**api, "X-Request-ID": "from-the-client"})
+        assert users.status_code == 200, users.text
+        assert re.fullmatch(r"[0-9a-f]{32}", users.headers["X-Request-ID"])
+        too_large = http.post("/api/v1/users/alice/memory", headers=api,
+                              content=b"x" * (1024 * 1024 + 1))
+        assert too_large.status_code == 413  # the application's answer, not nginx's
+        assert too_large.json()["error"]["code"] == "request_too_large"
+        mcp = http.post("/mcp", headers={**api, **MCP_WIRE}, json=TOOLS_LIST)
+        assert mcp.status_code == 200, mcp.text
+        login = http.get("/accounts/login/")
+        assert login.status_code == 200 and "secure" in login.headers["Set-Cookie"].lower()
+        token = {"Authorization": f"Bearer {production.env['METRICS_TOKEN']}"}
+        assert http.get("/metrics", headers=token).status_code == 404  # not on the public side
+        assert http.get("/readyz").status_code == 404
+        assert http.get("/healthz").status_code == 200
+    logged = {line["request_id"] for line in json_lines(production.web_log)
+              if line.get("route") == "api:users"}
+    assert users.headers["X-Request-ID"] in logged and "from-the-client" not in logged
+
+
+def _answers(http: httpx.Client) -> bool:
+    try:
+        return http.get("/healthz").status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def test_beat_starts_with_the_schedule_of_the_settings(tmp_path) -> None:
