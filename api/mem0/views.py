@@ -236,7 +236,8 @@ class BatchView(Mem0View):
         known = [i for i in ids if i is not None]
         if len(set(known)) < len(known):
             raise ApiError(400, "invalid_request", "The batch names a memory more than once.")
-        facts = facts_get(fact_ids=known, only_user_id=self.only_user_id, for_update=True)
+        facts = facts_get(fact_ids=[item["memory_id"] for item in items],
+                          only_user_id=self.only_user_id, for_update=True)
         for fact_id, item in zip(ids, items, strict=True):
             if fact_id not in facts:
                 raise _not_found(item["memory_id"])

@@ -64,7 +64,7 @@ def fact_get(*, fact_id: object, only_user_id: str | None = None,
     parsed = parse_uuid(fact_id)
     if parsed is None:
         return None
-    return facts_get(fact_ids=[parsed], only_user_id=only_user_id,
+    return facts_get(fact_ids=[fact_id], only_user_id=only_user_id,
                      for_update=for_update).get(parsed)
 
 
