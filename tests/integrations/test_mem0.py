@@ -102,6 +102,9 @@ def test_the_sync_client_round_trip(live_server) -> None:
         changes = [e["data"]["change"] for e in api.get("/events").json()["events"]
                    if e["type"] == "fact.changed"]
         assert changes == ["created", "created", "updated", "updated", "updated"]
+        exported = api.get("/users/alice/export").json()["facts"]
+        assert {f["content"]: f["metadata"] for f in exported} == {
+            "I am vegan, no honey.": {"channel": "app"}, "Noted: no meat.": {"checked": True}}
 
     assert "deleted 1" in client.batch_delete([{"memory_id": noted}])["message"]
     assert client.delete(veg) == {"message": "Memory deleted successfully!"}
@@ -206,6 +209,33 @@ def test_infer_through_a_real_worker(live_server, celery_worker) -> None:
     assert [h["event"] for h in client.history(memory["id"])] == ["ADD"]
 
 
+def test_what_the_rest_api_shows_of_mem0s_writes(live_server) -> None:
+    """mem0's ``timestamp`` is when the fact was stated (``valid_at``); a fact made no longer
+    true reads in mem0's history as DELETE and leaves search and get_all, as a deleted mem0
+    memory does, while its own URL still shows it; memory switched off refuses writes."""
+    key = operator_tenant("initech")
+    client = mem0(live_server, key)
+    [added] = client.add("I live in Porto.", user_id="alice", infer=False,
+                         timestamp=1767225600)["results"]  # 2026-01-01T00:00:00Z
+    with rest(live_server, key) as api:
+        fact = api.get(f"/users/alice/facts/{added['id']}").json()
+        assert fact["valid_at"] == "2026-01-01T00:00:00Z"
+        assert api.patch(f"/users/alice/facts/{added['id']}",
+                         json={"invalid_at": "2026-06-01T00:00:00Z"}).status_code == 200
+        assert [h["event"] for h in client.history(added["id"])] == ["ADD", "DELETE"]
+        assert client.history(added["id"])[1]["old_memory"] == "I live in Porto."
+        assert client.get_all(filters={"user_id": "alice"})["results"] == []
+        assert client.search("Porto", filters={"user_id": "alice"})["results"] == []
+        assert client.get(added["id"])["memory"] == "I live in Porto."
+        with pytest.raises(ValidationError, match="metadata is over 4096 bytes"):
+            client.add("I like tea.", user_id="alice", infer=False, metadata={"k": "x" * 4096})
+        api.patch("/users/quiet", json={"memory_enabled": False})
+        with pytest.raises(AuthenticationError, match="memory is disabled"):  # 403
+            client.add("I like tea.", user_id="quiet", infer=False)
+        assert client.add("I like tea.", user_id="quiet")["results"] == []  # captured nothing
+        assert api.get("/users/quiet").json()["messages"] == 0
+
+
 def test_another_tenants_memories_are_absent(live_server) -> None:
     acme = mem0(live_server, operator_tenant("acme"))
     globex = mem0(live_server, operator_tenant("globex"))
@@ -255,7 +285,7 @@ def test_a_bound_key_reaches_only_its_person(live_server) -> None:
     assert admin.get(alices)["memory"] == "I am vegetarian."
 
 
-def test_errors_have_mems_shape_and_the_rest_apis_status(live_server) -> None:
+def test_errors_have_mem0s_shape_and_the_rest_apis_status(live_server) -> None:
     key = operator_tenant("initech")
     with pytest.raises(ValueError, match="Error: Unknown API key."):
         mem0(live_server, key[:-2] + "xx")
@@ -277,21 +307,39 @@ def test_errors_have_mems_shape_and_the_rest_apis_status(live_server) -> None:
         client.get_all(filters={"user_id": "a"}, page=2)
 
     with raw(live_server, key) as http:
-        for method, path, body in (("GET", "/v1/memories/nope/", None),
-                                   ("GET", "/v1/nothing/", None), ("GET", "/v1/ping", None),
-                                   ("POST", "/v1/ping/", {}), ("PUT", "/v3/memories/add/", {}),
-                                   ("POST", "/v3/memories/add/", "not json")):
-            response = http.request(method, path, json=body) if body != "not json" else \
-                http.request(method, path, content=b"{", headers={"Content-Type": "application/json"})
+        for method, path, body, status in (
+            ("GET", "/v1/memories/nope/", None, 404),  # not a memory id
+            ("GET", "/v1/projects/", None, 404),  # mem0 has it, MemoryHub does not
+            ("GET", "/v1/ping", None, 404),  # the client always sends the trailing slash
+            ("POST", "/v1/ping/", {}, 405),
+            ("PUT", "/v3/memories/add/", {}, 405),
+            ("POST", "/v3/memories/add/", b"{", 400),
+            ("POST", "/v3/memories/add/", {"messages": [], "user_id": "a"}, 400),
+            ("PUT", "/v1/batch/", {"memories": []}, 400),
+        ):
+            sent = {"content": body, "headers": {"Content-Type": "application/json"}} \
+                if isinstance(body, bytes) else {"json": body}
+            response = http.request(method, path, **sent)
             assert response.headers["Content-Type"] == "application/json", path
-            assert list(response.json()) == ["detail"], (method, path, response.text)
-            assert response.status_code in (400, 404, 405)
+            assert (response.status_code, list(response.json())) == (status, ["detail"]), (
+                method, path, response.text)
         too_big = http.post("/v3/memories/add/", content=b"x" * (1024 * 1024 + 1),
                             headers={"Content-Type": "application/json"})
         assert (too_big.status_code, list(too_big.json())) == (413, ["detail"])
         unauthenticated = httpx.get(f"{live_server.url}/mem0/v1/ping/")
         assert unauthenticated.status_code == 401
         assert unauthenticated.json() == {"detail": "Authentication credentials were not provided."}
+        basic = httpx.get(f"{live_server.url}/mem0/v1/ping/", headers={"Authorization": "Basic x"})
+        assert basic.json() == {"detail": "Use 'Authorization: Token <api key>'."}
+        bearer = httpx.get(f"{live_server.url}/mem0/v1/ping/",
+                           headers={"Authorization": f"Bearer {key}"})
+        assert bearer.json()["org_id"] == "initech"
+
+
+def test_mem0s_api_is_left_out_of_the_openapi_schema(client, db) -> None:
+    """/mem0/ is mem0's API: mem0's own reference describes it, the README how it differs."""
+    paths = client.get("/api/schema/", {"format": "json"}).json()["paths"]
+    assert paths and not [path for path in paths if path.startswith("/mem0")]
 
 
 def test_the_rate_limit_answers_429_with_retry_after(live_server, settings) -> None:
