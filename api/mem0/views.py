@@ -168,8 +168,7 @@ class PersonMemoriesView(Mem0View):
         return Response(message_representation("Memories deleted successfully!"))
 
 
-class MemoryView(Mem0View):
-    parser_classes = [TextRuleJSONParser]
+class _OneMemory(Mem0View):
     person_in = "nowhere"  # the memory names its person
 
     def _find(self, memory_id: str, *, lock: bool = False) -> Fact:
@@ -177,6 +176,10 @@ class MemoryView(Mem0View):
         if fact is None:
             raise _not_found()
         return fact
+
+
+class MemoryView(_OneMemory):
+    parser_classes = [TextRuleJSONParser]
 
     def get(self, request: Request, memory_id: str) -> Response:
         return Response(memory_representation(self._find(memory_id)))
@@ -195,7 +198,7 @@ class MemoryView(Mem0View):
         return Response(message_representation("Memory deleted successfully!"))
 
 
-class MemoryHistoryView(MemoryView):
+class MemoryHistoryView(_OneMemory):
     def get(self, request: Request, memory_id: str) -> Response:
         fact = self._find(memory_id)
         rows = fact_history(end_user=fact.end_user, fact_id=fact.id) or []

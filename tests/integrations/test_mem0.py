@@ -313,6 +313,7 @@ def test_errors_have_mem0s_shape_and_the_rest_apis_status(live_server) -> None:
             ("GET", "/v1/ping", None, 404),  # the client always sends the trailing slash
             ("POST", "/v1/ping/", {}, 405),
             ("PUT", "/v3/memories/add/", {}, 405),
+            ("PUT", f"/v1/memories/{uuid.uuid4()}/history/", {"text": "x"}, 405),
             ("POST", "/v3/memories/add/", b"{", 400),
             ("POST", "/v3/memories/add/", {"messages": [], "user_id": "a"}, 400),
             ("PUT", "/v1/batch/", {"memories": []}, 400),
