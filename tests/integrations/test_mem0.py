@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from mem0 import AsyncMemoryClient, MemoryClient
 from mem0.exceptions import (
     AuthenticationError,
@@ -352,3 +354,26 @@ def test_the_rate_limit_answers_429_with_retry_after(live_server, settings) -> N
         client.users()
     assert 0 < limited.value.debug_info["retry_after"] <= 61
     assert limited.value.message.startswith("Request was throttled")
+
+
+def test_pages_and_searches_cost_the_same_queries_whatever_their_size(acme, globex) -> None:
+    """Through the DRF test client (mem0's views take the REST API's Bearer key too)."""
+    for user in ("p1", "p2", "p3", "p4"):
+        for n in range(5):
+            assert acme.client.post("/mem0/v3/memories/add/", {
+                "messages": [{"role": "user", "content": f"I like tea number {n}."}],
+                "user_id": user, "infer": False}, format="json").status_code == 200
+    statements = []
+    for size in (1, 4):
+        with CaptureQueriesContext(connection) as queries:
+            listed = acme.client.post(f"/mem0/v3/memories/?page_size={size}",
+                                      {"filters": {"user_id": "p1"}}, format="json").json()
+            people = acme.client.get(f"/mem0/v1/entities/?page_size={size}").json()
+            found = acme.client.post("/mem0/v3/memories/search/", {
+                "query": "tea", "filters": {"user_id": "p1"}, "top_k": size}, format="json").json()
+        assert (len(listed["results"]), listed["count"]) == (size, 5)
+        assert [p["total_memories"] for p in people["results"]] == [5] * size
+        assert len(found["results"]) == size
+        statements.append(len(queries))
+    assert statements[0] == statements[1]
+    assert globex.client.get("/mem0/v1/entities/").json()["count"] == 0
