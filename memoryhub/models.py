@@ -473,6 +473,9 @@ class Fact(TenantOwned):
     valid_at = models.DateTimeField()
     invalid_at = models.DateTimeField(null=True, blank=True)
     source = models.JSONField(default=dict)  # {"conversation_id": ..., "message_ids": [...]}
+    # The app's own key-value pairs (mem0's ``metadata``: api/mem0), at most 4 KiB of JSON
+    # like a captured message's; shown by mem0's API and the export.
+    metadata = models.JSONField(default=dict)
     version = models.PositiveIntegerField(default=1)
     updated_by = models.CharField(max_length=16, choices=Actor.choices)
     created_at = models.DateTimeField(auto_now_add=True)

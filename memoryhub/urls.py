@@ -16,6 +16,8 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("api/v1/", include("api.urls")),
     path("mcp", mcp_endpoint, name="mcp"),
+    # mem0's platform API for mem0ai's MemoryClient (api/mem0).
+    path("mem0/", include("api.mem0.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     # (?s): a path may hold a newline (%0A), which "." does not match.
