@@ -7,7 +7,7 @@ has never seen), pointing every tenant-owned foreign key at the row it made for 
 and every text reference to a person (a ``user_id`` column, as the event feed keeps) at the
 person it is told. So a model added tomorrow is seeded, and checked, without a line here.
 
-``person_models()`` is the subset that holds a person's rows: a foreign key to ``EndUser``,
+``person_lookups()`` is the subset that holds a person's rows: a foreign key to ``EndUser``,
 a ``user_id`` text column, or a foreign key to a model that is one of these (transitively).
 """
 
@@ -45,17 +45,22 @@ def names_a_person_by_text(model: type[models.Model]) -> bool:
                for field in model._meta.concrete_fields)
 
 
-def person_models() -> set[type[models.Model]]:
-    """Every tenant model whose rows belong to one person, directly or through another."""
-    held = {model for model in tenant_models()
-            if model is EndUser or EndUser in _tenant_owned_targets(model)
-            or names_a_person_by_text(model)}
+def person_lookups() -> dict[type[models.Model], str]:
+    """Every tenant model whose rows belong to one person, directly or through another, with
+    the ORM lookup of that person's ``user_id`` (``end_user__user_id``, ``user_id``,
+    ``event__user_id``...): the shortest chain of foreign keys to ``EndUser`` or to a
+    ``user_id`` text column."""
+    lookups: dict[type[models.Model], str] = {EndUser: PERSON_TEXT_COLUMN}
+    lookups |= {model: PERSON_TEXT_COLUMN for model in tenant_models()
+                if names_a_person_by_text(model)}
     while True:
-        more = {model for model in tenant_models()
-                if model not in held and set(_tenant_owned_targets(model)) & held}
+        more = {model: f"{field.name}__{lookups[field.related_model]}"
+                for model in tenant_models() if model not in lookups
+                for field in model._meta.concrete_fields
+                if isinstance(field, models.ForeignKey) and field.related_model in lookups}
         if not more:
-            return held
-        held |= more
+            return lookups
+        lookups |= more
 
 
 def seed_every_tenant_table(tenant: Tenant, user_id: str) -> dict[type[models.Model], models.Model]:
