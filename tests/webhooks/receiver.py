@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
 # README, "Recall, workers and webhooks": X-MemoryHub-Timestamp, and X-MemoryHub-Signature:
 # sha256=<HMAC-SHA256 of "<timestamp>.<body>" with the endpoint's secret>. Written out here
 # rather than imported, so that a change of the product's formula breaks the tests.
