@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memoryhub', '0007_augmentation_status'),
+        ('memoryhub', '0009_usage_days_admin'),
     ]
 
     operations = [
