@@ -1,8 +1,9 @@
 """Middleware of the agent API: its own short chain, and the 1 MiB body limit (411 for a
 chunked body the server did not decode: memoryhub/infra/chunked.py).
 
-``ApiRouterMiddleware`` comes first in ``settings.MIDDLEWARE``. It hands every ``/api/v1/``
-request (and ``/mcp``, and mem0's ``/mem0/``: api/mem0) to a handler built from
+``ApiRouterMiddleware`` comes first in ``settings.MIDDLEWARE``, after only the request id and
+metrics middleware that wraps both chains (memoryhub/infra/observability.py). It hands every
+``/api/v1/`` request (and ``/mcp``, and mem0's ``/mem0/``: api/mem0) to a handler built from
 ``settings.API_MIDDLEWARE`` instead of passing it down the
 web chain. Agents send a Bearer key, never cookies: sessions, CSRF, accounts, messages, htmx,
 the portal fence and the pages' Content-Security-Policy have nothing to do for them, and the

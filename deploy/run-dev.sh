@@ -23,7 +23,8 @@ trap stop INT TERM EXIT
 .venv/bin/celery -A memoryhub worker --beat --loglevel INFO --concurrency 2 \
   --schedule "${MEMORYHUB_DATA_DIR:-var}/celerybeat-schedule" &
 pids+=($!)
-.venv/bin/gunicorn memoryhub.wsgi:application --bind "127.0.0.1:${PORT}" \
-  --workers "${WEB_WORKERS:-2}" --threads "${WEB_THREADS:-2}" --access-logfile - &
+# The production configuration (deploy/gunicorn.conf.py), on this port.
+.venv/bin/gunicorn -c deploy/gunicorn.conf.py memoryhub.wsgi:application \
+  --bind "127.0.0.1:${PORT}" --workers "${WEB_WORKERS:-2}" --threads "${WEB_THREADS:-2}" &
 pids+=($!)
 wait -n "${pids[@]}"

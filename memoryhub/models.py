@@ -209,6 +209,10 @@ class Conversation(TenantOwned):
                          name="conversation_user_recent"),
             # Retention: conversations whose last message is older than the cutoff.
             models.Index(fields=["tenant", "last_message_at"], name="conversation_tenant_last"),
+            # The dashboard's "conversations waiting" for augmentation: only those rows, so
+            # counting them costs the backlog, not the tenant's whole history.
+            models.Index(fields=["tenant"], condition=models.Q(message_count__gt=models.F("augmented_seq")),
+                         name="conversation_waiting"),
         ]
 
     def __str__(self) -> str:
@@ -314,6 +318,28 @@ class WriteTally(TenantOwned):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "end_user", "key"], name="tally_unique_key"),
             TenantRowLevelSecurity(name="tally_rls"),
+        ]
+
+
+class UsageDay(TenantOwned):
+    """A tenant's usage on one day (UTC), for the dashboard's charts.
+
+    ``writes`` (memory changes: ``memory.changed`` events) is counted by the statement that
+    records the event (``memoryhub.store.events``), ``recalls`` by one upsert per recall
+    (``memoryhub.services.usage``): counters, so deleting what was counted (forget-everything,
+    retention) never rewrites the past. ``stored_bytes`` is the tenant's documents' size at
+    the day's last reading (the hourly ``usage_snapshot_all`` task); None: no reading that day.
+    """
+
+    day = models.DateField()
+    writes = models.PositiveBigIntegerField(default=0)
+    recalls = models.PositiveBigIntegerField(default=0)
+    stored_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "day"], name="usageday_unique_day"),
+            TenantRowLevelSecurity(name="usageday_rls"),
         ]
 
 

@@ -364,6 +364,8 @@ CELERY_BEAT_SCHEDULE = {
     "retention-purge": {"task": "memoryhub.tasks.retention_purge_all", "schedule": 3600.0},
     "webhooks-sweep": {"task": "memoryhub.tasks.webhooks_sweep", "schedule": 300.0},
     "embeddings-sweep": {"task": "memoryhub.tasks.embeddings_sweep", "schedule": 600.0},
+    # Hourly: each tenant's stored bytes for the dashboard's usage chart (memoryhub/services/usage.py).
+    "usage-snapshot": {"task": "memoryhub.tasks.usage_snapshot_all", "schedule": 3600.0},
 }
 
 # --- MemoryHub -------------------------------------------------------------------------------
@@ -428,6 +430,28 @@ LOGGING = {
                 # The MCP SDK logs every stateless request's start and end at INFO.
                 "mcp": {"level": "WARNING"}},
 }
+
+# --- Observability: request ids, JSON logs, /metrics (memoryhub/infra/observability.py) ------
+# First in the chain, ahead of the API router, so both chains get a request id and metrics.
+MIDDLEWARE.insert(0, "memoryhub.infra.observability.RequestObservabilityMiddleware")
+# "json" (one object per line, python-json-logger) or "text"; JSON unless DEBUG.
+LOG_FORMAT = os.environ.get("LOG_FORMAT") or ("text" if DEBUG else "json")
+LOGGING["filters"] = {"request_id": {"()": "memoryhub.infra.observability.RequestIdLogFilter"}}
+LOGGING["formatters"] = {
+    "json": {"()": "pythonjsonlogger.json.JsonFormatter",
+             "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"}},
+    "text": {"()": "logging.Formatter", "defaults": {"request_id": "-"},
+             "fmt": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+}
+LOGGING["handlers"] = {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT,
+                                   "filters": ["request_id"]}}
+# The worker logs through the handler above (JSON) instead of replacing it with its own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Bearer token that /metrics requires; unset: open with DEBUG, 404 without (memoryhub/metrics.py).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# Probes and scrapers call the server directly over HTTP (deploy/): no redirect to HTTPS.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
 # Augmentation (spec: Facts): the extractor (rules, the default, or none), and how long after
 # a capture its run starts, so that a burst of captures makes one run.

@@ -43,6 +43,7 @@ from memoryhub.services.passages import (
     records_awaiting_vectors,
 )
 from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch, write_tallies_purge
+from memoryhub.services.usage import usage_stored_bytes_record
 from memoryhub.services.webhooks import deliveries_due, webhook_deliver
 from tenants.context import tenant_context
 from tenants.models import Tenant
@@ -145,6 +146,18 @@ def webhooks_sweep() -> int:
             deliver_webhook.delay(tenant_id=tenant_id, delivery_id=delivery_id)
         enqueued += len(due)
     return enqueued
+
+
+@shared_task(name="memoryhub.tasks.usage_snapshot_all")
+def usage_snapshot_all() -> int:
+    """Hourly: every tenant's stored bytes, as today's reading for the dashboard's usage chart
+    (the last reading of a day stands for that day). One aggregate per tenant, each in its own
+    short transaction."""
+    tenant_ids = list(Tenant.objects.values_list("id", flat=True))
+    for tenant_id in tenant_ids:
+        with tenant_context(tenant_id):
+            usage_stored_bytes_record()
+    return len(tenant_ids)
 
 
 @shared_task(name="memoryhub.tasks.embeddings_sweep")

@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from api.mcp.endpoint import mcp_endpoint
 from api.views.fallback import api_not_found
-from memoryhub import health
+from memoryhub import health, metrics
 from memoryhub.numbers import IdConverter
 
 # <id:...> in api/urls.py and memoryhub/web/urls.py, which the includes below import.
@@ -13,6 +13,7 @@ register_converter(IdConverter, "id")
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("api/v1/", include("api.urls")),
     path("mcp", mcp_endpoint, name="mcp"),
     # mem0's platform API for mem0ai's MemoryClient (api/mem0).

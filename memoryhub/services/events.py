@@ -25,12 +25,15 @@ def event_record(
     *, tenant_id: int, type: str, user_id: str, actor: str, data: dict[str, Any]
 ) -> MemoryEvent:
     """Append to the feed and queue the webhook deliveries, in the caller's transaction.
+    A memory change is also one write of the day in the tenant's usage (the dashboard's
+    chart), counted by the same statement.
 
     ``tenant_id`` must be the current tenant's: the store writes for the tenant context."""
     if tenant_id != current_tenant_id():
         raise RuntimeError("event_record: tenant_id is not the current tenant")
     event, delivery_ids = event_insert(type=type, user_id=user_id, actor=actor, data=data,
-                                       now=timezone.now())
+                                       now=timezone.now(),
+                                       counts_as_write=type == EventType.CHANGED)
     deliveries_enqueue(tenant_id=tenant_id, delivery_ids=delivery_ids)
     return event
 

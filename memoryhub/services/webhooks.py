@@ -12,7 +12,10 @@ Contract for receivers (also in the API docs of ``/api/v1/webhooks``):
   ``retry_base * 2**(attempt-1)`` seconds, at most ``retry_max``; redirects are not followed.
 - An endpoint whose deliveries have all failed for ``disable_after`` (a day) is switched
   off with ``disabled_reason``; its pending deliveries are abandoned (the event feed still
-  has them). An admin switches it back on through the API.
+  has them). An admin switches it back on through the API or the dashboard.
+- A test event (the dashboard's "Send a test event", :func:`webhook_test_send`) is signed
+  and sent the same way, once, with type ``webhook.test``, ``id`` null (it is not in the
+  feed) and ``data: {"webhook_id": <id>}``; its ``X-MemoryHub-Delivery`` is ``test-<hex>``.
 
 Durability: the delivery rows are written in the transaction of the event (an outbox), and
 enqueued on commit; the beat sweep re-enqueues any that are due but whose message was lost.
@@ -69,6 +72,7 @@ TIMESTAMP_HEADER = "X-MemoryHub-Timestamp"
 EVENT_HEADER = "X-MemoryHub-Event"
 DELIVERY_HEADER = "X-MemoryHub-Delivery"
 EVENT_TYPES = tuple(EventType.values)
+TEST_EVENT_TYPE = "webhook.test"
 MIN_SECRET_LENGTH = 16
 _MAX_ERROR = 500
 
@@ -251,20 +255,21 @@ class Attempt:
         return self.status is not None and 200 <= self.status < 300
 
 
-def _post(*, endpoint: WebhookEndpoint, delivery: WebhookDelivery) -> Attempt:
+def _post(*, endpoint: WebhookEndpoint, body: bytes, event_type: str,
+          delivery_id: str) -> Attempt:
+    """One signed POST of ``body`` to the endpoint; what came of it."""
     try:
         webhook_url_check(endpoint.url)
     except WebhookUrlError as exc:
         return Attempt(None, str(exc))
-    body = event_payload(delivery.event)
     timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
         "User-Agent": "MemoryHub-Webhooks/1",
         TIMESTAMP_HEADER: str(timestamp),
         SIGNATURE_HEADER: signature(secret=endpoint.secret, timestamp=timestamp, body=body),
-        EVENT_HEADER: delivery.event.type,
-        DELIVERY_HEADER: str(delivery.pk),
+        EVENT_HEADER: event_type,
+        DELIVERY_HEADER: delivery_id,
     }
     try:
         response = httpx.post(endpoint.url, content=body, headers=headers,
@@ -295,9 +300,33 @@ def webhook_deliver(*, delivery_id: int) -> str:
         delivery.status = DeliveryStatus.ABANDONED
         delivery.save(update_fields=["status"])
         return delivery.status
-    attempt = _post(endpoint=delivery.endpoint, delivery=delivery)
+    attempt = _post(endpoint=delivery.endpoint, body=event_payload(delivery.event),
+                    event_type=delivery.event.type, delivery_id=str(delivery.pk))
     _attempt_record(delivery=delivery, attempt=attempt, now=timezone.now())
     return delivery.status
+
+
+def sample_event_payload(*, endpoint: WebhookEndpoint, now: datetime) -> bytes:
+    """A test event: the feed item's keys, with nothing of the feed in them."""
+    item = {"id": None, "type": TEST_EVENT_TYPE, "created_at": now, "actor": None,
+            "user_id": None, "data": {"webhook_id": endpoint.pk}}
+    return json.dumps(item, cls=DjangoJSONEncoder, separators=(",", ":")).encode()
+
+
+def webhook_test_send(*, tenant: Tenant, endpoint: WebhookEndpoint, actor: str) -> Attempt:
+    """POST a test event to the endpoint now, once, and say what came of it.
+
+    Sent whether the endpoint is on or off, so that an admin can check a fix before
+    switching it back on. It is no delivery: nothing is retried, the endpoint's failure
+    record (which decides when it is switched off) is left alone, and the audit log keeps
+    the outcome. The caller waits for the answer, at most the webhook timeout.
+    """
+    body = sample_event_payload(endpoint=endpoint, now=timezone.now())
+    attempt = _post(endpoint=endpoint, body=body, event_type=TEST_EVENT_TYPE,
+                    delivery_id=f"test-{secrets.token_hex(8)}")
+    audit_record(tenant=tenant, actor=actor, action="webhook.tested", target=endpoint.url,
+                 data={"id": endpoint.pk, "status": attempt.status, "error": attempt.error})
+    return attempt
 
 
 def _attempt_record(*, delivery: WebhookDelivery, attempt: Attempt, now: datetime) -> None:

@@ -7,6 +7,8 @@ through a real worker.
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -151,6 +153,7 @@ def test_a_delivery_is_signed_and_sent_once(acme, globex, private_urls_allowed) 
         created = create(acme, receiver.url)
         sent = event(acme)
         delivery = delivery_of(acme)
+        sending = time.time()
         assert deliver(acme, delivery.pk) == DeliveryStatus.DELIVERED
         assert deliver(acme, delivery.pk) == "skipped"  # idempotent
     assert len(receiver.received) == 1
@@ -161,10 +164,17 @@ def test_a_delivery_is_signed_and_sent_once(acme, globex, private_urls_allowed) 
         "actor": "app", "user_id": "alice",
         "data": {"change": "created", "path": "/a.md", "scope": "global", "scope_key": None},
     }
+    # As a receiver checks it, from the README's formula; and as the product's helper does.
+    assert request.signed_by(created["secret"]) and request.signed_between(sending)
     assert signature_valid(secret=created["secret"], timestamp=request.headers[TIMESTAMP_HEADER],
                            body=request.body, header=request.headers[SIGNATURE_HEADER])
-    assert not signature_valid(secret="whsec_other", timestamp=request.headers[TIMESTAMP_HEADER],
-                               body=request.body, header=request.headers[SIGNATURE_HEADER])
+    # The check can fail: another secret, another body, another timestamp, a stale one.
+    assert not request.signed_by("whsec_other")
+    assert not replace(request, body=request.body + b" ").signed_by(created["secret"])
+    later = str(int(request.headers[TIMESTAMP_HEADER]) + 1)
+    assert not replace(request, headers={**request.headers, TIMESTAMP_HEADER: later}).signed_by(
+        created["secret"])
+    assert not request.signed_between(request.arrived_at + 1)
     assert request.headers[EVENT_HEADER] == "memory.changed"
     assert request.headers[DELIVERY_HEADER] == str(delivery.pk)
     shown = acme.client.get(f"/api/v1/webhooks/{created['id']}").json()
