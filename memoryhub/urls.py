@@ -3,6 +3,7 @@ from django.urls import include, path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from api.mcp.endpoint import mcp_endpoint
+from api.mem0.errors import mem0_not_found
 from api.views.fallback import api_not_found
 from memoryhub import health, metrics
 from memoryhub.numbers import IdConverter
@@ -16,8 +17,9 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("api/v1/", include("api.urls")),
     path("mcp", mcp_endpoint, name="mcp"),
-    # mem0's platform API for mem0ai's MemoryClient (api/mem0).
+    # mem0's platform API for mem0ai's MemoryClient (api/mem0), then a JSON 404 in mem0's shape.
     path("mem0/", include("api.mem0.urls")),
+    re_path(r"^mem0/(?P<rest>(?s:.*))$", mem0_not_found),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     # (?s): a path may hold a newline (%0A), which "." does not match.

@@ -1,9 +1,8 @@
 """mem0's routes, with the trailing slashes its client sends; everything else under /mem0/
-is a JSON 404 in mem0's error shape."""
+is a JSON 404 in mem0's error shape (``mem0_not_found``, after this conf in memoryhub/urls.py)."""
 
-from django.urls import path, re_path
+from django.urls import path
 
-from api.mem0.errors import mem0_not_found
 from api.mem0.views import (
     AddView,
     BatchView,
@@ -30,6 +29,4 @@ urlpatterns = [
     path("v1/entities/", EntityListView.as_view(), name="entities"),
     path("v2/entities/user/<str:user_id>/", EntityView.as_view(), name="entity"),
     path("v1/batch/", BatchView.as_view(), name="batch"),
-    # (?s): a path may hold a newline (%0A), which "." does not match.
-    re_path(r"^(?P<rest>(?s:.*))$", mem0_not_found),
 ]

@@ -16,6 +16,7 @@ from tests.routes import routes
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACES = {
     "api": "tests/isolation/test_cross_tenant.py",  # a case per (route, method)
+    "mem0": "tests/isolation/test_cross_tenant.py",  # mem0's API (api/mem0): the same
     "web": "tests/pages/test_access.py",  # a case per (route, method)
     "admin": "tests/pages/test_platform_admin.py",  # /platform-admin/: Django's, staff only
 }
@@ -29,6 +30,8 @@ OTHER_ROUTES = {
     "schema": "tests/api/test_openapi.py",
     "api-docs": "tests/api/test_openapi.py",
     r"^api/(?P<rest>(?s:.*))$": "tests/api/test_error_bodies.py",  # the JSON 404 under /api/
+    r"^mem0/(?P<rest>(?s:.*))$": "tests/integrations/test_mem0.py",  # mem0's JSON 404
+    "metrics": "tests/platform/test_observability.py",
 }
 
 
