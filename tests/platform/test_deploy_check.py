@@ -17,6 +17,8 @@ def test_check_deploy_is_clean() -> None:
         "SECRET_KEY": "x" * 20 + "a-long-random-production-secret-9f8e7d6c5b4a",
         "ALLOWED_HOSTS": "memory.example.com",
         "CSRF_TRUSTED_ORIGINS": "https://memory.example.com",
+        # The rate limits' counters shared by every process (memoryhub.E001 without it).
+        "REDIS_CACHE_URL": "redis://127.0.0.1:6379/6",
     }
     env.pop("PYTEST_CURRENT_TEST", None)
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set by conftest for Playwright only
