@@ -7,7 +7,7 @@ Contract for receivers (also in the API docs of ``/api/v1/webhooks``):
 - Headers: ``X-MemoryHub-Timestamp`` (Unix seconds of this attempt), ``X-MemoryHub-Signature:
   sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>" keyed with the endpoint's secret>``,
   ``X-MemoryHub-Event`` (type) and ``X-MemoryHub-Delivery`` (stable across retries: use it
-  to drop duplicates). Receivers should compare in constant time and refuse old timestamps.
+  to drop duplicates; numbered per tenant, like event ids). Receivers should compare in constant time and refuse old timestamps.
 - Any 2xx is success. Anything else (or no answer within the timeout) is retried after
   ``retry_base * 2**(attempt-1)`` seconds, at most ``retry_max``; redirects are not followed.
 - An endpoint whose deliveries have all failed for ``disable_after`` (a day) is switched
@@ -264,7 +264,7 @@ def _post(*, endpoint: WebhookEndpoint, delivery: WebhookDelivery) -> Attempt:
         TIMESTAMP_HEADER: str(timestamp),
         SIGNATURE_HEADER: signature(secret=endpoint.secret, timestamp=timestamp, body=body),
         EVENT_HEADER: delivery.event.type,
-        DELIVERY_HEADER: str(delivery.pk),
+        DELIVERY_HEADER: str(delivery.seq),  # the tenant's own number, like event ids
     }
     try:
         response = httpx.post(endpoint.url, content=body, headers=headers,

@@ -159,7 +159,7 @@ def tenant_overview() -> Overview:
         scopes=scopes,
         writes_today=events["writes_today"],
         pressure_7d=events["pressure_7d"],
-        recent=list(MemoryEvent.objects.filter(type=EventType.CHANGED).order_by("-id")[:10]),
+        recent=list(MemoryEvent.objects.filter(type=EventType.CHANGED).order_by("-seq")[:10]),
     )
 
 
