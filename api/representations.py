@@ -218,7 +218,7 @@ def event_page_representation(events: Sequence[MemoryEvent]) -> dict[str, Any]:
     back where it stopped; only an empty page (nothing after ``after``) says null."""
     return {
         "events": [event_representation(e) for e in events],
-        "next_cursor": events[-1].id if events else None,
+        "next_cursor": events[-1].seq if events else None,
     }
 
 

@@ -9,6 +9,7 @@ the development secret key, generated once into the data dir (see ``_secret_key`
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import sys
@@ -216,14 +217,36 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, sessions -------------------------------------------------------------------------
+# --- Limits that hold across processes (issue 17) ---
+# The API's and the sign-in's rate limits count in this cache, so with more than one server
+# process it must be Redis, shared by all: deploy/run-dev.sh sets REDIS_CACHE_URL when Redis
+# answers on 127.0.0.1:6379 (else it serves from one process). A per-process cache while a
+# limit is set fails `check --deploy`, and production refuses to start (memoryhub/checks.py).
+# Redis unreachable: each process counts alone until it answers (memoryhub/infra/cache.py).
+REDIS_CACHE_URL = os.environ.get("REDIS_CACHE_URL", "")
+
+
+def _cache_key_prefix() -> str:
+    """Keeps the counters of databases that share one Redis apart (developers' embedded
+    databases: their data dir and database name). Production's default is a fixed name, which
+    every web machine must agree on, whatever host name its DATABASE_URL uses."""
+    if os.environ.get("REDIS_CACHE_KEY_PREFIX"):
+        return os.environ["REDIS_CACHE_KEY_PREFIX"]
+    if not EMBEDDED_DATABASE:
+        return "memoryhub"
+    where = f"{DATA_DIR.resolve()}:{os.environ.get('MEMORYHUB_DB_NAME', 'memoryhub')}"
+    return "memoryhub-" + hashlib.sha256(where.encode()).hexdigest()[:12]
+
+
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-         "LOCATION": os.environ["REDIS_CACHE_URL"]}
-        if os.environ.get("REDIS_CACHE_URL")
+        {"BACKEND": "memoryhub.infra.cache.ResilientRedisCache", "LOCATION": REDIS_CACHE_URL,
+         "KEY_PREFIX": _cache_key_prefix()}
+        if REDIS_CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
 }
+# --- end of issue 17's limits ---
 # Requests per API key ("<count>/<s|min|hour>"); empty switches the limit off.
 API_RATE_LIMIT = os.environ.get("API_RATE_LIMIT", "6000/min")
 SESSION_ENGINE = "django.contrib.sessions.backends.db"

@@ -1,12 +1,13 @@
 """The tenant's event feed: ``memory.changed`` and ``memory.pressure``.
 
-An event is written in the same transaction as the change it describes. Its id is the
-feed's cursor, so ids must become visible in increasing order: otherwise a reader that has
-seen id 11 could later miss id 10 committed after it. A per-tenant transaction-level
-advisory lock, taken just before the insert, makes event inserts of one tenant commit in
-id order. Services record the event as their last statement, so the lock is held only from
-there to the commit; writers of different tenants never wait for each other. The statement
-is ``memoryhub.store.events.event_insert``.
+An event is written in the same transaction as the change it describes. Its public id is
+the tenant's own event number (``seq``: 1, 2, 3... per tenant, so that ids tell nothing of
+other tenants' volume) and the feed's cursor, so numbers must become visible in increasing
+order: otherwise a reader that has seen 11 could later miss 10 committed after it. The
+tenant's counter row (``EventFeed``), locked by the insert until the commit, makes event
+inserts of one tenant commit in number order. Services record the event as their last
+statement, so the lock is held only from there to the commit; writers of different tenants
+never wait for each other. The statement is ``memoryhub.store.events.event_insert``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Contract for receivers (also in the API docs of ``/api/v1/webhooks``):
 - Headers: ``X-MemoryHub-Timestamp`` (Unix seconds of this attempt), ``X-MemoryHub-Signature:
   sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>" keyed with the endpoint's secret>``,
   ``X-MemoryHub-Event`` (type) and ``X-MemoryHub-Delivery`` (stable across retries: use it
-  to drop duplicates). Receivers should compare in constant time and refuse old timestamps.
+  to drop duplicates; numbered per tenant, like event ids). Receivers should compare in constant time and refuse old timestamps.
 - Any 2xx is success. Anything else (or no answer within the timeout) is retried after
   ``retry_base * 2**(attempt-1)`` seconds, at most ``retry_max``; redirects are not followed.
 - An endpoint whose deliveries have all failed for ``disable_after`` (a day) is switched
@@ -301,7 +301,8 @@ def webhook_deliver(*, delivery_id: int) -> str:
         delivery.save(update_fields=["status"])
         return delivery.status
     attempt = _post(endpoint=delivery.endpoint, body=event_payload(delivery.event),
-                    event_type=delivery.event.type, delivery_id=str(delivery.pk))
+                    event_type=delivery.event.type,
+                    delivery_id=str(delivery.seq))  # the tenant's own number, like event ids
     _attempt_record(delivery=delivery, attempt=attempt, now=timezone.now())
     return delivery.status
 

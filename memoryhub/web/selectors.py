@@ -166,7 +166,7 @@ def tenant_overview() -> Overview:
         end_users=EndUser.objects.count(),
         scopes=scopes,
         pressure_7d=pressure_7d,
-        recent=list(MemoryEvent.objects.filter(type=EventType.CHANGED).order_by("-id")[:10]),
+        recent=list(MemoryEvent.objects.filter(type=EventType.CHANGED).order_by("-seq")[:10]),
         usage=usage_days(last=usage_day(now), days=USAGE_DAYS, stored_today=stored),
     )
 

@@ -10,6 +10,7 @@ from django.db import connection
 from psycopg.pq import TransactionStatus
 
 from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Profile
+from memoryhub.services.events import changed_event
 from tenants.context import TenantNotSet, tenant_context
 from tenants.managers import TenantOwned
 from tenants.models import ApiKey
@@ -33,7 +34,8 @@ def seed(kit, user_id: str = "alice") -> None:
         end_user = EndUserFactory(tenant=kit.tenant, user_id=user_id)
         DocumentRowFactory(end_user=end_user, scope="global", path="/a.md", content="x")
         Profile.objects.create(tenant=kit.tenant, name="cooking")
-        MemoryEvent.objects.create(tenant=kit.tenant, type="memory.changed", actor="app")
+        changed_event(tenant_id=kit.tenant.id, user_id=user_id, actor="app", change="created",
+                      path="/a.md", scope="global")  # the event and the tenant's EventFeed row
 
 
 def test_every_tenant_owned_table_has_forced_rls_and_a_policy(db) -> None:
