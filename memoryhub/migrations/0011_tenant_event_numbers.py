@@ -32,7 +32,7 @@ ALTER TABLE memoryhub_webhookdelivery FORCE ROW LEVEL SECURITY;
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memoryhub', '0007_augmentation_status'),
+        ('memoryhub', '0010_fact_metadata_mem0'),
         ('tenants', '0004_apikey_user_id'),
     ]
 
