@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from tests.benchmarks.bench_api import Client
 from tests.benchmarks.bench_recall import setup_django
 from tests.benchmarks.benchserver import (
+    ROOT,
     bench_env,
     gunicorn,
     machine_speed,
@@ -119,6 +122,8 @@ def run_broker(env: dict[str, str], args: argparse.Namespace) -> Figures:
     tenant = Tenant.objects.create(slug=f"bench-embed-{uuid.uuid4().hex[:8]}", name="Bench embed")
     key = api_key_create(tenant=tenant, name="bench-embed", permissions=["memory"]).plaintext
     watch = VectorWatch(tenant.id, args.poll)
+    # What an interrupted run left in this broker's queue would keep the worker busy.
+    manage_celery(env, "purge", "--force", "--queues", env["CELERY_QUEUE"])
     worker = start_worker(env, "bench-embed-worker.log")
     try:
         with gunicorn(env, workers=2, threads=2) as base:
@@ -139,6 +144,11 @@ def run_broker(env: dict[str, str], args: argparse.Namespace) -> Figures:
         worker.terminate()
         worker.wait(timeout=30)
     return figures(done, sum(r[1] for r in results), watch.seen)
+
+
+def manage_celery(env: dict[str, str], *args: str) -> None:
+    subprocess.run([sys.executable, "-m", "celery", "-A", "memoryhub", *args], cwd=ROOT, env=env,
+                   check=True, capture_output=True)
 
 
 def warm_up(base: str, key: str, watch: VectorWatch) -> None:
