@@ -361,8 +361,11 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or ("memory://" if TESTING else "filesystem://")
 # bootstrap() creates these folders (kombu does not).
 _celery_fs_dir = DATA_DIR / "celery-broker"
-CELERY_BROKER_TRANSPORT_OPTIONS = (
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
     {
+        # The transport cannot wake the worker, which looks again this often (kombu's default,
+        # 1 s, also after each task while every process is busy: one message a second).
+        "polling_interval": float(os.environ.get("CELERY_BROKER_POLLING_INTERVAL", "0.05")),
         "data_folder_in": str(_celery_fs_dir / "out"),
         "data_folder_out": str(_celery_fs_dir / "out"),
         "processed_folder": str(_celery_fs_dir / "processed"),

@@ -133,6 +133,24 @@ def stop(proc: subprocess.Popen) -> None:
 _server_pids: dict[str, int] = {}  # base URL -> its gunicorn's master
 
 
+def start_worker(env: dict[str, str], log_name: str) -> subprocess.Popen:
+    """A Celery worker (2 processes, as ``make run`` starts it) on ``env``'s broker; returns
+    once it is ready. Its output goes to ``log_name`` in the data directory."""
+    log = Path(env.get("MEMORYHUB_DATA_DIR", "var")) / log_name
+    log.parent.mkdir(parents=True, exist_ok=True)
+    out = log.open("w")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--loglevel", "INFO",
+         "--concurrency", "2", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=ROOT, env={**env, "DB_POOL": "0"}, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while " ready." not in log.read_text():
+        if worker.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the worker did not start:\n{log.read_text()}")
+        time.sleep(0.1)
+    return worker
+
+
 def server_cpu_seconds(env: dict[str, str], base: str) -> float:
     """CPU seconds the server under test has used so far: gunicorn at ``base`` (master and
     workers) and the embedded database cluster (every backend and background process).

@@ -13,11 +13,8 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -42,6 +39,7 @@ from memoryhub.infra.embeddings.local import (
     resolve_model_dir,
 )
 from memoryhub.infra.embeddings.openai import OpenAICompatibleProvider, embeddings_endpoint
+from tests.platform.embedding_server import FakeEmbeddingServer, Reply, embedding_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -298,73 +296,10 @@ def test_bundled_minilm_gives_semantic_unit_vectors() -> None:
 
 # --- OpenAI-compatible server -------------------------------------------------------------
 
-Reply = tuple[int, dict[str, str], Any]  # status, headers, JSON body (or raw bytes)
-
-
-@dataclass
-class FakeEmbeddingServer:
-    """A real HTTP server whose answers are scripted per request."""
-
-    url: str
-    dimension: int = 4
-    script: list[Callable[[dict[str, Any]], Reply] | Reply] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
-
-    def answer(self, body: dict[str, Any]) -> Reply:
-        if self.script:
-            step = self.script.pop(0)
-            return step(body) if callable(step) else step
-        return self.embeddings(body)
-
-    def embeddings(self, body: dict[str, Any]) -> Reply:
-        """Vectors [len(text), 1, 0, ...], listed in reverse to exercise index ordering."""
-        data = [
-            {
-                "object": "embedding",
-                "index": i,
-                "embedding": [float(len(text)), 1.0] + [0.0] * (self.dimension - 2),
-            }
-            for i, text in enumerate(body["input"])
-        ]
-        return 200, {}, {"object": "list", "data": data[::-1], "model": body["model"]}
-
-
 @pytest.fixture
 def server() -> Iterator[FakeEmbeddingServer]:
-    fake = FakeEmbeddingServer(url="")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            fake.requests.append(body)
-            fake.headers.append(dict(self.headers))
-            fake.paths.append(self.path)
-            status, headers, payload = fake.answer(body)
-            raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            try:
-                self.send_response(status)
-                for name, value in {"Content-Type": "application/json", **headers}.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # The client gave up (timeout test); nothing to answer.
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    fake.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    yield fake
-    httpd.shutdown()
-    httpd.server_close()
+    with embedding_server() as fake:
+        yield fake
 
 
 def make_provider(server: FakeEmbeddingServer, **overrides: Any) -> OpenAICompatibleProvider:
