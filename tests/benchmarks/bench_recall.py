@@ -20,7 +20,9 @@
    default half the saturated throughput: latency under load with CPU to spare). Each phase
    prints latency percentiles and requests/s at the client, and, from each response's
    ``Server-Timing``, the query's embedding time, the database time and the whole request
-   in the server, so that the embedding can be told apart.
+   in the server, so that the embedding can be told apart, and the CPU the server used per
+   request (gunicorn and the database, from /proc): on a machine that other work keeps
+   busy, latency measures the queue for the cores far more than what a request costs.
 3. Checks exactness on a sample: the vector ranking of the selector the API calls
    (``recall_rank``: every source ranked by the store, then merged) equals brute force in
    numpy over every visible passage, valid fact and message (float16 vectors, same
@@ -47,7 +49,14 @@ import httpx
 import numpy as np
 
 from tests.benchmarks import recall_records
-from tests.benchmarks.benchserver import bench_env, gunicorn, machine_speed, manage, percentile
+from tests.benchmarks.benchserver import (
+    bench_env,
+    gunicorn,
+    machine_speed,
+    manage,
+    percentile,
+    server_cpu_seconds,
+)
 
 DB_NAME = "bench_recall"
 TENANTS = 1_000
@@ -429,10 +438,11 @@ def run_http(
     return merged
 
 
-def report(merged: dict, seconds: float) -> None:
+def report(merged: dict, seconds: float, server_cpu: float) -> None:
     requests = len(merged["latency"])
     print(f"{requests:,} requests in {seconds:.0f} s: {requests / seconds:,.1f} "
-          f"requests/s, {merged['errors']} errors")
+          f"requests/s, {merged['errors']} errors; the server's CPU (gunicorn and the database, "
+          f"from /proc) {1000 * server_cpu / max(requests, 1):.1f} ms per request")
     print(summary("latency at the client", merged["latency"]))
     print(summary("  query embedding (Server-Timing)", merged["embed"]))
     print(summary("  database search (Server-Timing)", merged["search"]))
@@ -665,12 +675,15 @@ def main() -> None:
         warm_up(base, work)
         print(f"\nsaturated: {args.clients} clients back to back for {args.seconds:.0f} s "
               f"against gunicorn {args.workers} workers x {args.threads} threads", flush=True)
+        cpu = server_cpu_seconds(env, base)
         saturated = run_http(base, work, args.clients, args.seconds)
-        report(saturated, args.seconds)
+        report(saturated, args.seconds, server_cpu_seconds(env, base) - cpu)
         rate = args.rate or round(args.rate_share * len(saturated["latency"]) / args.seconds)
         print(f"\nsteady: {args.clients} clients sending {rate:,.0f} requests/s together "
               f"for {args.seconds:.0f} s (latency from each request's scheduled time)", flush=True)
-        report(run_http(base, work, args.clients, args.seconds, rate=rate), args.seconds)
+        cpu = server_cpu_seconds(env, base)
+        steady = run_http(base, work, args.clients, args.seconds, rate=rate)
+        report(steady, args.seconds, server_cpu_seconds(env, base) - cpu)
         print("\nchecking exactness against brute force ...", flush=True)
         equal, total, worst = check_exactness(base, sample)
     print("\neach source's search alone, one query at a time in this process (the sample):")
