@@ -42,7 +42,7 @@ class RecallView(TenantAPIView):
         "`context` is the `<memori_context>` block of the results that pass, or "
         "empty. Memory switched off (tenant, profile or person) gives no results.",
         request=RecallInputSerializer,
-        responses=with_errors({200: RecallOutputSerializer}),
+        responses=with_errors({200: RecallOutputSerializer}, body=True),
         tags=["recall"],
     )
     def post(self, request: Request, user_id: str) -> Response:

@@ -83,7 +83,7 @@ class UserView(TenantAPIView):
         description="The person's own switch: when off, their index is disabled and every "
         "memory tool command answers `Error: memory is disabled`. Creates the end user.",
         request=EndUserPatchSerializer,
-        responses=with_errors({200: EndUserSerializer}),
+        responses=with_errors({200: EndUserSerializer}, body=True),
         tags=TAGS,
     )
     def patch(self, request: Request, user_id: str) -> Response:

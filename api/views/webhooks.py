@@ -61,7 +61,7 @@ class WebhookListView(TenantAPIView):
     @extend_schema(
         summary="Create a webhook endpoint", description=DELIVERY_DOCS,
         request=WebhookInputSerializer,
-        responses=with_errors({201: WebhookCreatedSerializer},
+        responses=with_errors({201: WebhookCreatedSerializer}, body=True,
                               e422=f"webhook_limit: at most {MAX_ENDPOINTS} endpoints"),
         tags=["webhooks"],
     )
@@ -106,7 +106,7 @@ class WebhookView(TenantAPIView):
         request=WebhookInputSerializer,
         responses=with_errors(
             {200: OpenApiResponse(WebhookChangedSerializer, description="the endpoint; with "
-                                  "`secret` when the change set a new one")},
+                                  "`secret` when the change set a new one")}, body=True,
             e404="not_found"),
         tags=["webhooks"],
     )

@@ -98,7 +98,7 @@ def _message_checked(item: object, index: int, max_bytes: int | None) -> Incomin
         raise CaptureRefusal("invalid_message", f"{where} has unknown fields: "
                              f"{', '.join(sorted(map(str, unknown)))}.")
     role = item["role"]
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:  # a dict or list is not hashable
         raise CaptureRefusal("invalid_role", f"{where}.role must be one of "
                              f"{', '.join(MessageRole.values)}.")
     content = _text_checked(item["content"], f"{where}.content")
