@@ -258,7 +258,7 @@ def test_the_units_commands_start_and_serve(production, transactional_db, acme) 
         mcp = http.post("/mcp", headers={**api, **MCP_WIRE}, json=TOOLS_LIST)
         assert mcp.status_code == 200, mcp.text
         assert {t["name"] for t in mcp.json()["result"]["tools"]} == {
-            "memory", "recall", "memory_index"}
+            "memory", "recall", "remember", "memory_index"}
         login = http.get("/accounts/login/")
         assert login.status_code == 200
         stylesheet = login.text.split('href="/static/', 1)[1].split('"', 1)[0]
