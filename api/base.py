@@ -87,8 +87,11 @@ class TenantAPIView(APIView):
         # not authenticate raises, and the finally in dispatch rolls the transaction back.
         tenant_id = tenant_hint(request, self.key_schemes)
         if tenant_id is not None:
-            self._tenant_stack = ExitStack()
-            self._tenant_stack.enter_context(tenant_context(tenant_id))
+            stack = ExitStack()
+            stack.enter_context(tenant_context(tenant_id))
+            # Only once it is open: a BEGIN that failed (the database is away) left no
+            # transaction for handle_exception to mark for rollback.
+            self._tenant_stack = stack
         super().initial(request, *args, **kwargs)
 
     def person_named(self, request: Request) -> str | None:

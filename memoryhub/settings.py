@@ -189,7 +189,12 @@ def _database_settings() -> tuple[dict, dict, dict | None]:
 
 _app_db, _owner_db, EMBEDDED_POSTGRES = _database_settings()
 DB_POOL = env_bool("DB_POOL", not TESTING)
-_pool_options = {"pool": {"min_size": 2, "max_size": 20, "timeout": 10}} if DB_POOL else {}
+# timeout: seconds a request waits for a connection (then 503, see DATABASE_RETRY_AFTER).
+_pool_options = (
+    {"pool": {"min_size": 2, "max_size": 20,
+              "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "10"))}}
+    if DB_POOL else {}
+)
 # Server-side parameters let psycopg prepare a statement the third time a connection runs it,
 # so PostgreSQL skips parsing and planning afterwards: the hot API statements took about
 # half their time in that. Switch it off behind a pooler that cannot keep prepared statements
@@ -393,6 +398,18 @@ CELERY_BEAT_SCHEDULE = {
     # Hourly: each tenant's stored bytes for the dashboard's usage chart (memoryhub/services/usage.py).
     "usage-snapshot": {"task": "memoryhub.tasks.usage_snapshot_all", "schedule": 3600.0},
 }
+
+# --- Sweeps and an unreachable database (issue 17: faults) -----------------------------------
+# The sweeps re-enqueue what a lost message left (a broker outage, a worker killed mid-task):
+# every this many seconds, for work older than the grace (its own message may still run).
+CELERY_BEAT_SCHEDULE["embeddings-sweep"]["schedule"] = float(
+    os.environ.get("EMBEDDINGS_SWEEP_INTERVAL", "600"))
+CELERY_BEAT_SCHEDULE["webhooks-sweep"]["schedule"] = float(
+    os.environ.get("WEBHOOKS_SWEEP_INTERVAL", "300"))
+EMBEDDINGS_SWEEP_GRACE = float(os.environ.get("EMBEDDINGS_SWEEP_GRACE", "120"))
+WEBHOOKS_SWEEP_GRACE = float(os.environ.get("WEBHOOKS_SWEEP_GRACE", "60"))
+# Seconds a client is told to wait (Retry-After) when the database cannot be reached: 503.
+DATABASE_RETRY_AFTER = int(os.environ.get("DATABASE_RETRY_AFTER", "2"))
 
 # --- MemoryHub -------------------------------------------------------------------------------
 MEMORYHUB_EMBEDDINGS = {

@@ -50,8 +50,6 @@ from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
-# A passage younger than this is still in the normal path (its on-commit task).
-EMBED_SWEEP_GRACE = timedelta(minutes=2)
 SWEEP_LIMIT = 1000  # per tenant and run; the next run takes the rest
 
 
@@ -175,12 +173,10 @@ def embeddings_sweep() -> int:
     enqueued = 0
     for tenant_id in Tenant.objects.values_list("id", flat=True):
         with tenant_context(tenant_id):
-            waiting = documents_awaiting_vectors(
-                created_before=timezone.now() - EMBED_SWEEP_GRACE, limit=SWEEP_LIMIT
-            )
-            records = records_awaiting_vectors(
-                created_before=timezone.now() - EMBED_SWEEP_GRACE, limit=SWEEP_LIMIT
-            )
+            # Younger rows are still in the normal path (their on-commit task).
+            before = timezone.now() - timedelta(seconds=settings.EMBEDDINGS_SWEEP_GRACE)
+            waiting = documents_awaiting_vectors(created_before=before, limit=SWEEP_LIMIT)
+            records = records_awaiting_vectors(created_before=before, limit=SWEEP_LIMIT)
         if waiting:
             embed_documents.delay(items=[[tenant_id, pk, version] for pk, version in waiting])
         if records:

@@ -11,7 +11,7 @@ transaction), so that is what lets it keep up with a burst (``make bench-embed``
 
 What can be lost: items not yet sent when a process dies without exiting normally (a normal
 exit sends them: ``atexit``), or a batch the broker refused (logged). The embeddings sweep
-(beat) re-enqueues their documents after ``EMBED_SWEEP_GRACE``, as it does for a message
+(beat) re-enqueues their documents after ``EMBEDDINGS_SWEEP_GRACE``, as it does for a message
 lost in the broker. With ``CELERY_TASK_ALWAYS_EAGER`` items are sent at once, in the caller.
 """
 
@@ -24,7 +24,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from memoryhub.infra.jobs import EMBED_DOCUMENTS, EMBED_RECORDS, job_enqueue, jobs_run_inline
 
@@ -42,8 +42,9 @@ class Publisher(Generic[T]):
     after ``linger``."""
 
     def __init__(self, send: Callable[[list[T]], None], *, linger: float, batch: int,
-                 interval: float = 0.0) -> None:
+                 interval: float = 0.0, what: str = "embeddings") -> None:
         self._send = send
+        self._what = what  # for the log
         self._linger = linger
         self._batch = batch
         self._interval = interval
@@ -71,7 +72,7 @@ class Publisher(Generic[T]):
             if self._pid == os.getpid():
                 return
             self._queue, self._pending = queue.SimpleQueue(), 0  # a fork's copy is not ours
-            threading.Thread(target=self._run, name="embedding-publisher", daemon=True).start()
+            threading.Thread(target=self._run, name=f"{self._what}-publisher", daemon=True).start()
             self._pid = os.getpid()
         atexit.register(self.flush)
 
@@ -82,8 +83,8 @@ class Publisher(Generic[T]):
             try:
                 self._send(batch)
             except Exception:
-                logger.exception("could not publish the embedding of %d items; the "
-                                 "embeddings sweep will find them", len(batch))
+                logger.exception("could not publish %d %s; the sweep will find them",
+                                 len(batch), self._what)
             with self._settled:
                 self._pending -= len(batch)
                 self._settled.notify_all()
@@ -150,3 +151,29 @@ def record_embedding_enqueue(*, tenant_id: int, kind: str, record_id: str) -> No
         _send_record_tasks([(tenant_id, kind, record_id)])
     else:
         record_publisher.submit((tenant_id, kind, record_id))
+
+
+# Other jobs whose loss a sweep repairs (webhook deliveries): sent one by one, each with its
+# countdown, by a thread of their own, so that a request never waits for the broker. With
+# Redis away, kombu's publish retries took about half a second a job, in every write that
+# recorded a delivery; now the first failure of a batch drops the batch (logged), and the
+# webhooks sweep sends those deliveries when the broker is back.
+
+Job = tuple[str, dict[str, Any], float]  # task name, keyword arguments, countdown (s)
+
+
+def _send_jobs(jobs: list[Job]) -> None:
+    for name, kwargs, countdown in jobs:
+        job_enqueue(name=name, kwargs=kwargs, countdown=countdown)
+
+
+job_publisher: Publisher[Job] = Publisher(_send_jobs, linger=0.0, batch=100, what="jobs")
+
+
+def job_enqueue_soon(*, name: str, kwargs: dict[str, Any], countdown: float = 0.0) -> None:
+    """Send a job from the background thread (at once, in eager mode): for jobs that a
+    sweep finds again when their message is lost."""
+    if jobs_run_inline():
+        job_enqueue(name=name, kwargs=kwargs, countdown=countdown)
+    else:
+        job_publisher.submit((name, kwargs, countdown))

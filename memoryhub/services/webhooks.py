@@ -52,7 +52,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.errors import echo
-from memoryhub.infra.jobs import DELIVER_WEBHOOK, job_enqueue
+from memoryhub.infra.jobs import DELIVER_WEBHOOK
+from memoryhub.infra.publisher import job_enqueue_soon
 from memoryhub.models import (
     DeliveryStatus,
     EventType,
@@ -221,18 +222,19 @@ def deliveries_enqueue(*, tenant_id: int, delivery_ids: list[int]) -> None:
 
 
 def _enqueue(*, tenant_id: int, delivery_id: int, countdown: float = 0) -> None:
-    try:
-        job_enqueue(name=DELIVER_WEBHOOK, countdown=countdown,
-                    kwargs={"tenant_id": tenant_id, "delivery_id": delivery_id})
-    except Exception:
-        logger.exception("could not enqueue webhook delivery %s; the sweep will", delivery_id)
+    # From the publisher's thread: a request does not wait for the broker, and a message
+    # that cannot be sent is logged there and sent again by the webhooks sweep.
+    job_enqueue_soon(name=DELIVER_WEBHOOK, countdown=countdown,
+                     kwargs={"tenant_id": tenant_id, "delivery_id": delivery_id})
 
 
 def deliveries_due(*, now: datetime, limit: int) -> list[int]:
-    """Pending deliveries due more than a minute ago (their own message should have run)."""
+    """Pending deliveries due more than WEBHOOKS_SWEEP_GRACE ago (a minute: their own
+    message should have run)."""
+    grace = timedelta(seconds=settings.WEBHOOKS_SWEEP_GRACE)
     return list(
         WebhookDelivery.objects.filter(
-            status=DeliveryStatus.PENDING, next_attempt_at__lt=now - timedelta(minutes=1)
+            status=DeliveryStatus.PENDING, next_attempt_at__lt=now - grace
         )
         .order_by("next_attempt_at")
         .values_list("id", flat=True)[:limit]

@@ -140,7 +140,8 @@ def run_broker(env: dict[str, str], args: argparse.Namespace) -> Figures:
                 time.sleep(0.1)
     finally:
         watch.stopped.set()
-        watch.join()
+        if watch.ident is not None:  # started
+            watch.join()
         worker.terminate()
         worker.wait(timeout=30)
     return figures(done, sum(r[1] for r in results), watch.seen)

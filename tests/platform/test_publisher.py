@@ -59,7 +59,7 @@ def test_a_failed_send_is_logged_and_the_thread_goes_on(caplog: pytest.LogCaptur
     publisher = Publisher(sent, linger=0.01, batch=100)
     publisher.submit((1, 1, 1))
     assert publisher.flush(timeout=5)
-    assert "embeddings sweep will find them" in caplog.text
+    assert "could not publish 1 embeddings; the sweep will find them" in caplog.text
     publisher.submit((1, 2, 1))
     assert publisher.flush(timeout=5)
     assert sent.batches[-1] == [(1, 2, 1)]
