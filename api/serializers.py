@@ -18,6 +18,7 @@ import binascii
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator
@@ -26,14 +27,18 @@ from rest_framework import serializers
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.errors import ApiError
+from api.params import identifier_schema
 from memoryhub.capture_policy import MAX_PATTERN_CHARS, MAX_PATTERNS, ROLES
 from memoryhub.errors import echo
-from memoryhub.facts import FACT_TYPES
+from memoryhub.facts import FACT_TYPES, MAX_FACT_BYTES
+from memoryhub.identifiers import PROFILE, SESSION_ID, USER_ID, CharacterRule
 from memoryhub.memory_tool.commands import COMMANDS
-from memoryhub.models import Scope
+from memoryhub.models import MessageRole, Scope
 from memoryhub.numbers import parse_natural
 from memoryhub.selectors.recall import DEFAULT_SOURCES as DEFAULT_RECALL_SOURCES
 from memoryhub.selectors.recall import SOURCES as RECALL_SOURCES
+from memoryhub.services.conversations import MAX_MESSAGES_PER_REQUEST
+from memoryhub.services.metadata import MAX_METADATA_BYTES
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
 from tenants.services import (
     MAX_COLUMN_INTEGER,
@@ -67,14 +72,21 @@ COMMON_ERRORS: dict[int, OpenApiResponse] = {
     400: error_response("invalid_user_id, invalid_request or another invalid parameter"),
     401: error_response("not_authenticated or invalid_api_key"),
     403: error_response("permission_denied: the key lacks the permission"),
+    411: error_response("length_required: a chunked body on a server that does not decode "
+                        "chunks (Django's runserver; gunicorn does)"),
     413: error_response("request_too_large: body over 1 MiB"),
     429: error_response("rate_limited (with Retry-After)"),
 }
+# The errors of an operation that reads a JSON body, besides those.
+BODY_ERRORS: dict[int, OpenApiResponse] = {
+    415: error_response("unsupported_media_type: the body is not application/json"),
+}
 
 
-def with_errors(ok: dict[int, Any], **extra: str) -> dict[int, Any]:
-    """``ok`` responses plus the common errors plus ``extra`` ones (``e404="why"``)."""
-    responses: dict[int, Any] = {**ok, **COMMON_ERRORS}
+def with_errors(ok: dict[int, Any], *, body: bool = False, **extra: str) -> dict[int, Any]:
+    """``ok`` responses plus the common errors (and ``BODY_ERRORS`` for an operation that reads
+    a body) plus ``extra`` ones (``e404="why"``)."""
+    responses: dict[int, Any] = {**ok, **COMMON_ERRORS, **(BODY_ERRORS if body else {})}
     for key, description in extra.items():
         responses[int(key.removeprefix("e"))] = error_response(description)
     return responses
@@ -102,9 +114,16 @@ class Page:
         return self.after[0] if self.after else None
 
 
-LIMIT_PARAMETER = OpenApiParameter(
-    "limit", int, description=f"page size, 1-{MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE})"
-)
+def limit_parameter(maximum: int = MAX_PAGE_SIZE, default: int = DEFAULT_PAGE_SIZE,
+                    what: str = "page size") -> OpenApiParameter:
+    """``?limit=`` as ``parse_limit`` reads it with the same ``maximum`` and ``default``."""
+    return OpenApiParameter(
+        "limit", {"type": "integer", "minimum": 1, "maximum": maximum, "default": default},
+        description=f"{what}, 1-{maximum} (default {default})",
+    )
+
+
+LIMIT_PARAMETER = limit_parameter()
 CURSOR_PARAMETER = OpenApiParameter(
     "cursor", str, description="the previous page's next_cursor; omit for the first page"
 )
@@ -158,17 +177,35 @@ def next_cursor(
 SCOPES = tuple(Scope.values)  # session, profile, global
 
 
+@lru_cache(maxsize=2)
+def text_pattern(*, blank: bool = True) -> str:
+    """The OpenAPI pattern of text: no NUL (PostgreSQL's text cannot hold it: DRF refuses it
+    with 400, the content rules with 422 ``not_text``) and, unless ``blank``, one character
+    that ``str.strip`` keeps (the whitespace set is Python's, read from ``str.isspace``)."""
+    if blank:
+        return "^[^\\u0000]*$"
+    space = "".join(f"\\u{point:04x}" for point in range(0x10000) if chr(point).isspace())
+    return f"^[^\\u0000]*[^\\u0000{space}][^\\u0000]*$"
+
+
 class StrictStringField(serializers.CharField):
     """A JSON string, unchanged: no coercion of numbers, no whitespace trimming.
 
     ``raw_text=True`` lets NUL and unpaired surrogates through (DRF answers 400 for them):
     content rules are the services' to enforce, with the contract's 422 ``not_text``.
+    ``blank=False``: a string of whitespace only is refused too. ``openapi``: what the schema
+    says besides, for a rule a service applies with its own code (a fact's content).
     """
 
-    def __init__(self, *, raw_text: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, raw_text: bool = False, blank: bool = True,
+                 openapi: dict[str, Any] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
-        kwargs.setdefault("allow_blank", True)
+        kwargs.setdefault("allow_blank", blank)
+        if not kwargs["allow_blank"]:
+            kwargs.setdefault("min_length", 1)  # for the schema: "" is refused as blank first
         super().__init__(**kwargs)
+        self.blank = blank
+        self.openapi_schema = {"pattern": text_pattern(blank=blank), **(openapi or {})}
         if raw_text:
             self.validators = [
                 v for v in self.validators
@@ -178,7 +215,21 @@ class StrictStringField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             raise serializers.ValidationError("Must be a string.")
+        if not self.blank and not data.strip():
+            raise serializers.ValidationError(f"{self.field_name} must not be blank.")
         return data
+
+
+class IdentifierField(StrictStringField):
+    """A string the view checks by an identifier rule, with that rule's own 400 code
+    (``invalid_session_id``...): the field takes any string, and ``openapi_schema`` states the
+    rule for the schema (``api.schema.AutoSchema``). ``empty_is_absent``: the view reads an
+    empty string as not given."""
+
+    def __init__(self, rule: CharacterRule, *, empty_is_absent: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(allow_blank=empty_is_absent, **kwargs)
+        self.openapi_schema = identifier_schema(rule, empty_is_absent=empty_is_absent)
 
 
 class StrictBooleanField(serializers.BooleanField):
@@ -215,6 +266,7 @@ class DocumentWriteSerializer(serializers.Serializer):
     content = StrictStringField(raw_text=True)
     description = StrictStringField(
         required=False, allow_null=True, max_length=200,
+        openapi={"pattern": "^[^\\u0000\\n\\r]*$"},  # validate_description: one line
         help_text="one line, at most 200 characters; null or empty: no description",
     )
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
@@ -244,6 +296,7 @@ def reject_unknown_fields(serializer: serializers.Serializer) -> None:
 
 
 class EndUserPatchSerializer(serializers.Serializer):
+    whole_on_patch = True  # the one field is the change: a PATCH without it is 400
     memory_enabled = StrictBooleanField()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -374,7 +427,7 @@ class CaptureSerializer(ClosedSerializer):
 # would become the schema's description.
 class TenantSerializer(serializers.Serializer):
     slug = serializers.CharField(read_only=True)
-    name = serializers.CharField(max_length=200, required=False)
+    name = StrictStringField(blank=False, max_length=200, required=False)
     memory_enabled = StrictBooleanField(required=False)
     limits = LimitsSerializer(required=False)
     retention = RetentionSerializer(required=False)
@@ -432,15 +485,16 @@ MAX_QUERY_CHARS = 10_000
 
 
 class RecallInputSerializer(serializers.Serializer):
-    query = StrictStringField(allow_blank=False, max_length=MAX_QUERY_CHARS)
+    query = StrictStringField(blank=False, max_length=MAX_QUERY_CHARS)
     limit = StrictIntegerField(min_value=1, max_value=50, default=10)
     threshold = StrictFloatField(
         min_value=0.0, max_value=1.0, required=False, allow_null=True,
         help_text="drop results scoring below this; default: the tenant's recall_threshold",
     )
     relaxed = StrictBooleanField(default=False, help_text="keep results under the threshold")
-    session_id = StrictStringField(required=False, allow_null=True)
-    profile = StrictStringField(required=False, allow_null=True)
+    session_id = IdentifierField(SESSION_ID, empty_is_absent=True, required=False,
+                                 allow_null=True)
+    profile = IdentifierField(PROFILE, empty_is_absent=True, required=False, allow_null=True)
     sources = serializers.ListField(
         child=serializers.ChoiceField(choices=list(RECALL_SOURCES)), min_length=1, max_length=3,
         default=list(DEFAULT_RECALL_SOURCES),
@@ -448,11 +502,6 @@ class RecallInputSerializer(serializers.Serializer):
     )
     include_invalid = StrictBooleanField(default=False,
                                          help_text="also facts that are no longer true")
-
-    def validate_query(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("query must not be blank.")
-        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         reject_unknown_fields(self)
@@ -464,9 +513,12 @@ class RecallInputSerializer(serializers.Serializer):
 
 class MemoryToolInput(serializers.Serializer):
     """The tool input as the model sent it, plus optional context fields (documentation only:
-    the command's own problems come back as tool errors, not as HTTP 400)."""
+    the command's own problems, a missing or unknown command among them, come back as tool
+    errors in a 200, not as HTTP 400; unknown keys are ignored, as the reference tool does)."""
 
-    command = serializers.ChoiceField(choices=COMMANDS)
+    accepts_unknown_fields = True  # api/schema.py: the object stays open
+    body_required = True  # no body at all is 400 invalid_body
+    command = serializers.ChoiceField(choices=COMMANDS, required=False)
     path = serializers.CharField(required=False, help_text="view, create, str_replace, insert, "
                                  "delete, append: /memories/... or /...")
     view_range = serializers.ListField(child=serializers.IntegerField(), required=False,
@@ -492,20 +544,25 @@ class MemoryToolInput(serializers.Serializer):
 
 
 class CaptureMessageInput(serializers.Serializer):
-    role = serializers.ChoiceField(choices=["system", "developer", "user", "assistant", "tool"])
-    content = serializers.CharField(allow_blank=True, help_text="text; credentials are redacted")
-    id = serializers.CharField(required=False, max_length=128,
-                               help_text="your own message id: a retry with it stores nothing")
-    created_at = serializers.DateTimeField(required=False, help_text="default: capture time")
-    metadata = serializers.DictField(required=False, help_text="a JSON object, at most 4 KiB")
+    role = serializers.ChoiceField(choices=MessageRole.values)
+    content = StrictStringField(help_text="text; credentials are redacted")
+    id = IdentifierField(USER_ID, required=False, allow_null=True,
+                         help_text="your own message id: a retry with it stores nothing")
+    created_at = serializers.DateTimeField(required=False, allow_null=True,
+                                           help_text="default: capture time")
+    metadata = serializers.DictField(
+        required=False, allow_null=True,
+        help_text=f"a JSON object, at most {MAX_METADATA_BYTES} bytes as JSON, no NUL")
 
 
 class CaptureInput(serializers.Serializer):
-    messages = CaptureMessageInput(many=True, help_text="1-100 messages, in order")
-    profile = serializers.CharField(required=False, allow_null=True)
-    process = serializers.CharField(required=False, allow_null=True,
-                                    help_text="the agent or workflow, e.g. support-agent")
-    new_conversation = serializers.BooleanField(required=False, default=False)
+    messages = serializers.ListField(
+        child=CaptureMessageInput(), min_length=1, max_length=MAX_MESSAGES_PER_REQUEST,
+        help_text=f"1-{MAX_MESSAGES_PER_REQUEST} messages, in order")
+    profile = IdentifierField(PROFILE, required=False, allow_null=True)
+    process = IdentifierField(USER_ID, required=False, allow_null=True,
+                              help_text="the agent or workflow, e.g. support-agent")
+    new_conversation = StrictBooleanField(required=False, default=False)
 
 
 class SummaryPutSerializer(serializers.Serializer):
@@ -520,13 +577,13 @@ MAX_HISTORY_CONVERSATIONS = 50
 
 
 class TurnContextInputSerializer(serializers.Serializer):
-    session_id = StrictStringField(required=False, allow_null=True)
-    profile = StrictStringField(required=False, allow_null=True)
+    session_id = IdentifierField(SESSION_ID, required=False, allow_null=True)
+    profile = IdentifierField(PROFILE, required=False, allow_null=True)
     query = StrictStringField(required=False, allow_null=True, max_length=MAX_QUERY_CHARS,
                               help_text="recall runs only with a query")
-    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    limit = StrictIntegerField(min_value=1, max_value=50, default=10)
     threshold = StrictFloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True)
-    history = serializers.IntegerField(
+    history = StrictIntegerField(
         min_value=0, max_value=MAX_HISTORY_CONVERSATIONS, default=0,
         help_text="how many earlier conversations to include (this session's left out)",
     )
@@ -540,15 +597,25 @@ class TurnContextInputSerializer(serializers.Serializer):
 
 
 class ApiKeyInputSerializer(serializers.Serializer):
+    # A key bound to one end user never has admin (400 invalid_permissions).
+    openapi_constraints = {"anyOf": [
+        {"not": {"required": ["user_id"]}},
+        {"properties": {"user_id": {"not": {"type": "string"}}}},  # null
+        {"properties": {"permissions": {"items": {"enum": ["memory"]}}}},
+    ]}
     name = StrictStringField(allow_blank=False, max_length=100)
     permissions = serializers.ListField(
         child=serializers.ChoiceField(choices=["memory", "admin"]), allow_empty=False,
         default=["memory"],
     )
-    user_id = StrictStringField(
-        required=False, allow_null=True,
+    user_id = IdentifierField(
+        USER_ID, required=False, allow_null=True,
         help_text="bind the key to this end user: it reaches no one else (memory only)",
     )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        reject_unknown_fields(self)
+        return attrs
 
 
 # --- Facts -----------------------------------------------------------------------------------
@@ -560,13 +627,19 @@ class FactSourceInput(ClosedSerializer):
                                         max_length=100)
 
 
+# memoryhub.services.facts.fact_content_check: blank is 422 not_text, over MAX_FACT_BYTES
+# 422 fact_too_large (a limit in bytes, so no longer than as many characters).
+FACT_CONTENT = {"pattern": text_pattern(blank=False), "maxLength": MAX_FACT_BYTES}
+
+
 class FactCreateSerializer(serializers.Serializer):
-    content = StrictStringField(raw_text=True, help_text="at most 2,000 bytes of text")
+    content = StrictStringField(raw_text=True, openapi=FACT_CONTENT,
+                                help_text=f"at most {MAX_FACT_BYTES:,} bytes of text, not blank")
     type = serializers.ChoiceField(choices=list(FACT_TYPES), default="fact")
     subject = StrictStringField(required=False, allow_null=True, max_length=200)
     predicate = StrictStringField(required=False, allow_null=True, max_length=200)
     object = StrictStringField(required=False, allow_null=True, max_length=500)
-    process = StrictStringField(required=False, allow_null=True, max_length=128)
+    process = IdentifierField(USER_ID, empty_is_absent=True, required=False, allow_null=True)
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0, default=1.0)
     valid_at = serializers.DateTimeField(required=False, help_text="default: now")
     source = FactSourceInput(required=False)  # type: ignore[assignment]  # a field, not Field.source
@@ -577,7 +650,7 @@ class FactCreateSerializer(serializers.Serializer):
 
 
 class FactPatchSerializer(serializers.Serializer):
-    content = StrictStringField(raw_text=True, required=False)
+    content = StrictStringField(raw_text=True, required=False, openapi=FACT_CONTENT)
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
     invalid_at = serializers.DateTimeField(required=False, allow_null=True,
                                            help_text="a time: no longer true since then; null: true again")

@@ -13,15 +13,47 @@ import re
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from typing import TypeGuard
 
 from memoryhub.errors import MemoryRefusal
 
-USER_ID_RULE = "1-128 characters of A-Z a-z 0-9 . _ @ : + | -"
-PROFILE_RULE = "1-64 characters of a-z 0-9 _ -"
 
-_USER_ID = re.compile(r"[A-Za-z0-9._@:+|\-]{1,128}")
-_PROFILE = re.compile(r"[a-z0-9_\-]{1,64}")
+@dataclass(frozen=True)
+class CharacterRule:
+    """Identifiers of 1 to ``max_length`` characters out of ``parts`` (ranges such as ``a-z``
+    and single characters). One declaration gives the validator's regex, the text of its
+    refusal and the OpenAPI pattern (``api/schema.py``), so the three cannot drift apart."""
+
+    parts: tuple[str, ...]
+    max_length: int
+
+    @property
+    def character_class(self) -> str:
+        """The parts as the inside of a regex ``[...]``, read alike by Python and ECMAScript."""
+        return "".join(part if _is_range(part) else re.escape(part) for part in self.parts)
+
+    @property
+    def pattern(self) -> str:
+        """The whole value, anchored (``fullmatch`` in Python, ``^...$`` in JSON Schema)."""
+        return f"^[{self.character_class}]{{1,{self.max_length}}}$"
+
+    def __str__(self) -> str:
+        return f"1-{self.max_length} characters of {' '.join(self.parts)}"
+
+
+def _is_range(part: str) -> bool:
+    return len(part) == 3 and part[1] == "-"
+
+
+USER_ID = CharacterRule(("A-Z", "a-z", "0-9", ".", "_", "@", ":", "+", "|", "-"), 128)
+PROFILE = CharacterRule(("a-z", "0-9", "_", "-"), 64)
+SESSION_ID = USER_ID  # a session_id follows the user_id rule (and so does a turn_id)
+USER_ID_RULE = str(USER_ID)  # "1-128 characters of A-Z a-z 0-9 . _ @ : + | -"
+PROFILE_RULE = str(PROFILE)
+
+_USER_ID = re.compile(USER_ID.pattern)
+_PROFILE = re.compile(PROFILE.pattern)
 
 
 class InvalidIdentifier(MemoryRefusal):

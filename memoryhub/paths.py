@@ -43,7 +43,9 @@ Decisions where the contract is silent (documented here because callers depend o
 
 from __future__ import annotations
 
+import sys
 import unicodedata
+from functools import lru_cache
 
 from memoryhub.errors import echo
 
@@ -54,8 +56,10 @@ __all__ = [
     "ROOT",
     "InvalidPath",
     "display_path",
+    "document_path_pattern",
     "has_memories_prefix",
     "invalid_path_message",
+    "document_path_max_length",
     "is_under",
     "normalize_path",
     "parent_dirs",
@@ -240,3 +244,49 @@ def reparent(canonical: str, old_directory: str, new_directory: str) -> str:
     """
     tail = relative_path(canonical, old_directory)
     return "/" + tail if new_directory == ROOT else f"{new_directory}/{tail}"
+
+
+# --- The rule as a regular expression (the documents API's OpenAPI schema) ------------------
+
+
+def _refused_ranges() -> list[tuple[int, int]]:
+    """Every character ``_check_characters`` refuses, as ranges of code points. Surrogates are
+    left out: they cannot be written in UTF-8, so no URL or JSON text can carry one."""
+    ranges: list[tuple[int, int]] = []
+    for point in range(sys.maxunicode + 1):
+        char = chr(point)
+        category = unicodedata.category(char)
+        if category != "Cs" and (char in _FORBIDDEN_CHARS or category in _FORBIDDEN_CATEGORIES):
+            if ranges and ranges[-1][1] == point - 1:
+                ranges[-1] = (ranges[-1][0], point)
+            else:
+                ranges.append((point, point))
+    return ranges
+
+
+def _class_char(point: int) -> str:
+    char = chr(point)
+    return "\\" + char if char in "\\]^-[" else char
+
+
+@lru_cache(maxsize=1)
+def document_path_pattern() -> str:
+    """The paths ``normalize_path`` accepts for a document, written without their leading
+    ``/`` (as the documents API's URL carries them), as one regular expression that Python and
+    ECMAScript (JSON Schema) read alike: 1-16 segments of allowed characters, none empty or
+    starting with ``.``, no trailing ``/``, after an optional ``memories/``, and a first
+    segment other than ``memories``. The byte limit is not in it (a regex counts characters):
+    ``document_path_max_length`` is its bound in characters."""
+    refused = "".join(_class_char(a) + ("" if a == b else "-" + _class_char(b))
+                      for a, b in _refused_ranges())
+    segment = f"[^/.{refused}][^/{refused}]*"
+    prefix = MEMORIES_PREFIX[1:]
+    return (f"^(?:{prefix}/)?(?!{prefix}(?:/|$)){segment}"
+            f"(?:/{segment}){{0,{MAX_SEGMENTS - 1}}}$")
+
+
+def document_path_max_length() -> int:
+    """The longest such path in characters: ``memories/`` and a canonical path of
+    ``MAX_PATH_BYTES`` ASCII bytes less its leading ``/``. Any character past ASCII takes
+    more than one byte, so a path this long may still be refused for its bytes."""
+    return len(MEMORIES_PREFIX) + MAX_PATH_BYTES - 1

@@ -61,6 +61,7 @@ from memoryhub.selectors.documents import index_build
 from memoryhub.selectors.recall import memory_recall
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.facts import FactInput, fact_create
+from memoryhub.services.usage import usage_recall_count
 from tenants.context import tenant_context
 from tenants.services import ParsedKey
 
@@ -249,6 +250,7 @@ def recall(
                 tenant=found.key.tenant, end_user=found.end_user, query=query, limit=limit,
                 threshold=None, relaxed=False, session_id=session, profile=profile_name,
             )
+            usage_recall_count()  # the dashboard's usage chart, as the REST view counts it
             results = [recall_result_representation(hit) for hit in found_recall.results]
             return CallToolResult(content=[TextContent(type="text", text=found_recall.context)],
                                   structured_content=_as_rest_json({"results": results}))

@@ -45,6 +45,7 @@ from api.serializers import (
     SummaryPutSerializer,
     TurnContextInputSerializer,
     decode_cursor,
+    limit_parameter,
     parse_limit,
     with_errors,
 )
@@ -65,6 +66,7 @@ from memoryhub.services.conversations import (
     messages_capture,
     messages_checked,
 )
+from memoryhub.services.usage import usage_recall_count
 
 TAGS = ["conversations"]
 MESSAGE_PAGE_DEFAULT, MESSAGE_PAGE_MAX = 100, 500
@@ -98,7 +100,7 @@ def _page_schema(summary: str, shape: Any, narrow: OpenApiParameter, *, cursor: 
         parameters=[
             narrow,
             OpenApiParameter(cursor, str, description="the previous page's next_cursor"),
-            OpenApiParameter("limit", int, description=f"1-{maximum} (default {default})"),
+            limit_parameter(maximum, default),
         ],
         responses=with_errors({200: shape}, e400="invalid_user_id, invalid_session_id, "
                               "invalid_limit or invalid_cursor"),
@@ -124,7 +126,7 @@ class SessionMessagesView(TenantAPIView):
         "person) 200 with `enabled: false` and nothing stored.",
         request=CaptureInput,
         responses=with_errors(
-            {201: CaptureResultSerializer, 200: CaptureResultSerializer},
+            {201: CaptureResultSerializer, 200: CaptureResultSerializer}, body=True,
             e400="invalid_user_id, invalid_session_id, invalid_message, invalid_role, not_text, "
             "too_many_messages, invalid_profile, invalid_process, invalid_request or invalid_json",
             e422="message_too_large (over the tenant's max_message_bytes)",
@@ -253,7 +255,7 @@ class ConversationSummaryView(TenantAPIView):
     @extend_schema(
         summary="Store the conversation's rolling summary (replaces the previous one)",
         request=SummaryPutSerializer, tags=TAGS,
-        responses=with_errors({200: ConversationSerializer},
+        responses=with_errors({200: ConversationSerializer}, body=True,
                               e400="invalid_user_id, not_text or invalid_request",
                               e403="memory_disabled", e404="not_found",
                               e422="summary_too_large"),
@@ -276,8 +278,7 @@ class HistoryView(TenantAPIView):
     @extend_schema(
         summary="The last conversations as a <conversation_history> text, for a new session",
         parameters=[
-            OpenApiParameter("limit", int, description=f"1-{MAX_HISTORY_CONVERSATIONS} "
-                             f"conversations (default {HISTORY_DEFAULT})"),
+            limit_parameter(MAX_HISTORY_CONVERSATIONS, HISTORY_DEFAULT, "conversations"),
             OpenApiParameter("exclude_session", str, description="leave this session out"),
             OpenApiParameter("profile", str, description="only those captured with it"),
         ],
@@ -307,7 +308,7 @@ class TurnContextView(TenantAPIView):
         "(null without one); `history` the history reply for the last `history` "
         "conversations other than this session's (null when 0). One transaction.",
         request=TurnContextInputSerializer,
-        responses=with_errors({200: TurnContextSerializer},
+        responses=with_errors({200: TurnContextSerializer}, body=True,
                               e400="invalid_user_id, invalid_session_id, invalid_profile or "
                               "invalid_request"),
         tags=TAGS,
@@ -324,4 +325,6 @@ class TurnContextView(TenantAPIView):
             query=data.get("query"), limit=data["limit"], threshold=data.get("threshold"),
             history=data["history"],
         )
+        if context.recall is not None:
+            usage_recall_count()  # the dashboard's usage chart; last, so its row lock is brief
         return Response(turn_context_representation(context))

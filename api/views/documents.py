@@ -70,6 +70,11 @@ def api_error(exc: MemoryRefusal) -> ApiError:
     return error
 
 
+MAX_PREFIX_CHARS = 1024  # far above any path (255 bytes + "/memories"); keeps LIKE small
+# valid_prefix's rule: empty (not given), or "/" and anything up to MAX_PREFIX_CHARS.
+PREFIX_SCHEMA = {"type": "string", "pattern": "^(?:/[\\s\\S]*)?$", "maxLength": MAX_PREFIX_CHARS}
+
+
 # --- Listing -------------------------------------------------------------------------------
 
 
@@ -86,7 +91,7 @@ class DocumentListView(TenantAPIView):
             OpenApiParameter("scope", str, enum=list(SCOPES)),
             OpenApiParameter("session_id", str),
             OpenApiParameter("profile", str),
-            OpenApiParameter("prefix", str, description="e.g. /notes/"),
+            OpenApiParameter("prefix", PREFIX_SCHEMA, description="e.g. /notes/"),
             LIMIT_PARAMETER,
             CURSOR_PARAMETER,
         ],
@@ -117,7 +122,6 @@ def valid_scope(value: str) -> str:
     return value
 
 
-MAX_PREFIX_CHARS = 1024  # far above any path (255 bytes + "/memories"); keeps LIKE small
 
 
 def valid_prefix(value: str) -> str:
@@ -314,7 +318,7 @@ def document_schema(scope: str, key: OpenApiParameter | None = None) -> Any:
             request=DocumentWriteSerializer,
             responses=with_errors(
                 {200: OpenApiResponse(DocumentSerializer, description="replaced"),
-                 201: OpenApiResponse(DocumentSerializer, description="created")},
+                 201: OpenApiResponse(DocumentSerializer, description="created")}, body=True,
                 e403="permission_denied, or memory_disabled",
                 e412="precondition_failed", e422=RULES_422),
             tags=TAGS,

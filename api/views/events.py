@@ -14,8 +14,8 @@ from api.base import TenantAPIView
 from api.errors import ApiError
 from api.permissions import HasAdminPermission
 from api.representations import EventPageSerializer, event_page_representation
-from api.serializers import parse_limit, with_errors
-from memoryhub.numbers import parse_natural
+from api.serializers import limit_parameter, parse_limit, with_errors
+from memoryhub.numbers import MAX_DIGITS, parse_natural
 from memoryhub.selectors.events import events_after
 
 
@@ -40,8 +40,10 @@ class EventListView(TenantAPIView):
         "`next_cursor` is null when there are no more events after `after` for now (keep "
         "your cursor and poll again later).",
         parameters=[
-            OpenApiParameter("after", int, description="return events with a larger id"),
-            OpenApiParameter("limit", int, description="1-1000 (default 100)"),
+            OpenApiParameter("after", {"type": "integer", "minimum": 0,
+                                       "maximum": 10**MAX_DIGITS - 1},
+                             description="return events with a larger id"),
+            limit_parameter(),
         ],
         responses=with_errors({200: EventPageSerializer}, e400="invalid_cursor or invalid_limit"),
         tags=["tenant administration"],

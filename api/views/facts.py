@@ -123,6 +123,7 @@ class FactListView(TenantAPIView):
         responses=with_errors(
             {201: OpenApiResponse(FactSerializer, description="created"),
              200: OpenApiResponse(FactSerializer, description="the existing duplicate")},
+            body=True,
             e400="invalid_user_id, invalid_process or invalid_request",
             e403="permission_denied, or memory_disabled", e422=RULES_422),
         tags=TAGS,
@@ -195,7 +196,8 @@ class FactView(TenantAPIView):
         "invalid_at marks it no longer true (event invalidated), null makes it true again.",
         parameters=[IF_MATCH, ETAG_HEADER],
         request=FactPatchSerializer,
-        responses=with_errors({200: FactSerializer}, e400="invalid_user_id or invalid_request",
+        responses=with_errors({200: FactSerializer}, body=True,
+                              e400="invalid_user_id or invalid_request",
                               e404="not_found", e412="precondition_failed", e422=RULES_422),
         tags=TAGS,
     )

@@ -45,7 +45,7 @@ class ApiKeyListView(TenantAPIView):
         description="`user_id` binds the key to that end user (who need not exist yet): it "
         "reaches only them and cannot have `admin`. The key is in `api_key`, shown once.",
         request=ApiKeyInputSerializer,
-        responses=with_errors({201: ApiKeyCreatedSerializer},
+        responses=with_errors({201: ApiKeyCreatedSerializer}, body=True,
                               e400="invalid_request, invalid_user_id, or invalid_permissions"),
         tags=TAGS,
     )

@@ -75,7 +75,7 @@ class MemoryToolView(TenantAPIView):
     @extend_schema(
         request=MemoryToolInput,
         responses=with_errors(
-            {200: MemoryToolResult},
+            {200: MemoryToolResult}, body=True,
             e400="invalid_user_id, invalid_json, or invalid_body (the body is not a JSON object)",
         ),
         summary="Run one memory tool command",

@@ -56,7 +56,7 @@ class ProfileView(TenantAPIView):
         "A disabled profile's sessions get no memory: an empty index and `Error: memory is "
         "disabled` from every memory tool command.",
         request=ProfilePutSerializer,
-        responses=with_errors({200: ProfileSerializer, 201: ProfileSerializer},
+        responses=with_errors({200: ProfileSerializer, 201: ProfileSerializer}, body=True,
                               e400="invalid_profile or invalid_request"),
         tags=["tenant administration"],
     )

@@ -23,7 +23,8 @@ class TenantView(TenantAPIView):
     def get(self, request: Request) -> Response:
         return Response(tenant_representation(self.tenant))
 
-    @extend_schema(request=TenantSerializer, responses=with_errors({200: TenantSerializer}),
+    @extend_schema(request=TenantSerializer,
+                   responses=with_errors({200: TenantSerializer}, body=True),
                    summary="Change the tenant's settings (applies at once)",
                    tags=["tenant administration"])
     def patch(self, request: Request) -> Response:

@@ -37,7 +37,8 @@ DELIVERY_DOCS = (
     "Every subscribed event is POSTed as JSON, the same object as in `GET /api/v1/events`. "
     "Headers: `X-MemoryHub-Timestamp` (Unix seconds), `X-MemoryHub-Signature: sha256=<hex>` "
     "(HMAC-SHA256 of `<timestamp>.<raw body>` with the endpoint's secret), "
-    "`X-MemoryHub-Event`, and `X-MemoryHub-Delivery` (the same on retries: drop duplicates). "
+    "`X-MemoryHub-Event`, and `X-MemoryHub-Delivery` (the same on retries: drop duplicates; "
+    "numbered per tenant, like event ids). "
     "A 2xx answer is success; anything else is retried with exponential backoff. An endpoint "
     "whose deliveries all fail for a day is switched off: `enabled` false and "
     "`disabled_reason` says why; set `enabled` to true when it is fixed."
@@ -60,7 +61,7 @@ class WebhookListView(TenantAPIView):
     @extend_schema(
         summary="Create a webhook endpoint", description=DELIVERY_DOCS,
         request=WebhookInputSerializer,
-        responses=with_errors({201: WebhookCreatedSerializer},
+        responses=with_errors({201: WebhookCreatedSerializer}, body=True,
                               e422=f"webhook_limit: at most {MAX_ENDPOINTS} endpoints"),
         tags=["webhooks"],
     )
@@ -105,7 +106,7 @@ class WebhookView(TenantAPIView):
         request=WebhookInputSerializer,
         responses=with_errors(
             {200: OpenApiResponse(WebhookChangedSerializer, description="the endpoint; with "
-                                  "`secret` when the change set a new one")},
+                                  "`secret` when the change set a new one")}, body=True,
             e404="not_found"),
         tags=["webhooks"],
     )

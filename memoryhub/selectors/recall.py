@@ -34,7 +34,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memoryhub.infra.embeddings import get_provider, provider_key
-from memoryhub.models import Conversation, EndUser
+from memoryhub.models import Conversation, EndUser, Fact
 from memoryhub.selectors.documents import memory_enabled
 from memoryhub.store.recall import Ranking, RecallHit, Visibility, recall_search, records_search
 from tenants.models import Tenant
@@ -166,6 +166,21 @@ def recall_rank(
             )
     hits.sort(key=lambda hit: (-hit.score, -hit.updated_at.timestamp()))  # stable: ties keep order
     return hits[:limit]
+
+
+def facts_recall(
+    *, tenant: Tenant, end_user: EndUser | None, query: str, limit: int, threshold: float | None,
+) -> list[tuple[Fact, float]]:
+    """Recall over the person's valid facts alone, as the facts themselves with their scores,
+    best first (mem0's search, api/mem0): the results of ``memory_recall`` that pass."""
+    recall = memory_recall(tenant=tenant, end_user=end_user, query=query, limit=limit,
+                           threshold=threshold, relaxed=False, session_id=None, profile=None,
+                           sources=("facts",))
+    scores = {hit.record_id: hit.score for hit in recall.results}
+    facts = {str(fact.id): fact for fact in
+             Fact.objects.select_related("end_user").filter(id__in=list(scores))}
+    return [(facts[record_id], score) for record_id, score in scores.items()
+            if record_id in facts]
 
 
 def _with_fact_sessions(hits: list[RecallHit]) -> list[RecallHit]:

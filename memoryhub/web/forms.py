@@ -177,10 +177,18 @@ class TenantSettingsForm(forms.Form):
         return cleaned
 
 
+def _on_off() -> forms.TypedChoiceField:
+    """A switch's field: "on" or "off", read as a bool."""
+    return forms.TypedChoiceField(choices=[("on", "on"), ("off", "off")],
+                                  coerce=lambda v: v == "on")
+
+
 class MemoryToggleForm(forms.Form):
-    memory_enabled = forms.TypedChoiceField(
-        choices=[("on", "on"), ("off", "off")], coerce=lambda v: v == "on"
-    )
+    memory_enabled = _on_off()
+
+
+class WebhookSwitchForm(forms.Form):
+    enabled = _on_off()
 
 
 def _profile_name(value: str) -> None:

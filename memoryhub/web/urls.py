@@ -45,6 +45,9 @@ tenant_urls = [
     path("people/<id:pk>/portal-link", dashboard.person_portal_link,
          name="tenant_person_portal_link"),
     path("audit", dashboard.audit, name="tenant_audit"),
+    path("webhooks", dashboard.webhooks, name="tenant_webhooks"),
+    path("webhooks/<id:pk>/switch", dashboard.webhook_switch, name="tenant_webhook_switch"),
+    path("webhooks/<id:pk>/test", dashboard.webhook_test, name="tenant_webhook_test"),
 ]
 
 urlpatterns = [

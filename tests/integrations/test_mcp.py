@@ -11,20 +11,18 @@ discovered) and ``legacy`` (the initialize handshake Claude's clients use today)
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import httpx2
 import pytest
-from django.core.management import call_command
 from django.test import override_settings
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from api.mcp.endpoint import transport_security
+from tests.integrations.keys import bound_key, operator_tenant
 from tests.memory_commands import create, delete, insert, rename, str_replace, view
 from tests.reference_tool import reference_outcome, reference_tool
 
@@ -36,18 +34,6 @@ WIRE = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version":
 CREATE_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
     "name": "memory", "arguments": {"command": "create", "path": "/memories/a.md",
                                     "file_text": "x", "user_id": "alice"}}}
-
-
-def operator_tenant(slug: str) -> str:
-    out = io.StringIO()
-    call_command("create_tenant", slug, "--name", slug.title(), stdout=out)
-    return json.loads(out.getvalue())["api_key"]
-
-
-def bound_key(slug: str, user_id: str) -> str:
-    out = io.StringIO()
-    call_command("create_api_key", slug, "--permissions", "memory", "--user", user_id, stdout=out)
-    return json.loads(out.getvalue())["api_key"]
 
 
 def with_mcp(url: str, key: str | None, mode: str,

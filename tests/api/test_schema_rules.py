@@ -1,0 +1,133 @@
+"""The OpenAPI document states the validators' own rules (issue 17, "The API schema tells the
+truth"): each pattern in /api/schema/ accepts exactly what the server accepts, checked here
+against the validators themselves on generated values, and the server refuses what the
+document refuses (a number where a name goes, an unknown field). tests/spec/test_schemathesis.py
+checks the same over HTTP with Schemathesis; these pin the rules one by one, fast."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rest_framework.test import APIClient
+
+from api.serializers import text_pattern
+from memoryhub import paths
+from memoryhub.identifiers import is_profile_name, is_user_id
+
+V1 = "/api/v1"
+# Characters near the rules' edges, plus any other that UTF-8 can carry (a URL cannot carry
+# a surrogate).
+EDGY = st.text(st.sampled_from("aZ09._@:+|-/ %\\\n\x00é\u200d\uff0f\u2024") | st.characters(codec="utf-8"),
+               max_size=20)
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker: Any) -> dict:
+    with django_db_blocker.unblock():
+        return APIClient().get("/api/schema/", {"format": "json"}).json()
+
+
+def parameter(schema: dict, path: str, method: str, name: str) -> dict:
+    found = [p for p in schema["paths"][path][method]["parameters"] if p["name"] == name]
+    return found[0]["schema"]
+
+
+def matcher(pattern: str) -> re.Pattern[str]:
+    """An ECMAScript pattern as Python reads it: ``$`` is the end of the text there."""
+    return re.compile(pattern.removesuffix("$") + r"\Z" if pattern.endswith("$") else pattern)
+
+
+def accepts(rule: dict, value: str) -> bool:
+    return (matcher(rule["pattern"]).match(value) is not None
+            and rule.get("minLength", 0) <= len(value) <= rule.get("maxLength", len(value)))
+
+
+def test_identifier_parameters_carry_the_validators_rules(schema: dict) -> None:
+    doc = f"{V1}/users/{{user_id}}/documents/profile/{{profile}}/{{path}}"
+    user_id = parameter(schema, doc, "get", "user_id")
+    profile = parameter(schema, doc, "get", "profile")
+    session = parameter(schema, f"{V1}/users/{{user_id}}/memory/index", "get", "session_id")
+    check = settings(max_examples=300, deadline=None)
+
+    @check
+    @given(EDGY | st.text("ab-", min_size=120, max_size=140))
+    def agree(value: str) -> None:
+        assert accepts(user_id, value) == is_user_id(value), value
+        assert accepts(profile, value) == is_profile_name(value), value
+        # A query parameter left empty reads as not given.
+        assert accepts(session, value) == (value == "" or is_user_id(value)), value
+
+    agree()
+
+
+def test_the_path_parameter_is_the_path_rule(schema: dict) -> None:
+    rule = parameter(schema, f"{V1}/users/{{user_id}}/documents/global/{{path}}", "put", "path")
+    segments = st.lists(EDGY, min_size=1, max_size=18).map("/".join)
+
+    @settings(max_examples=500, deadline=None)
+    @given(segments | st.just("memories/").flatmap(lambda p: segments.map(p.__add__)))
+    def agree(url_path: str) -> None:
+        written = "/" + url_path
+        try:
+            canonical = paths.normalize_path(written)
+        except paths.InvalidPath:
+            accepted = False
+        else:
+            accepted = canonical != paths.ROOT and not paths.written_as_directory(written)
+        # The byte limit is the one rule a regex cannot count (the fuzz run accepts it).
+        if len(written.encode()) <= paths.MAX_PATH_BYTES:
+            assert accepts(rule, url_path) == accepted, url_path
+
+    agree()
+    assert rule["maxLength"] == len("memories/") + paths.MAX_PATH_BYTES - 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(EDGY | st.text(" \t\u3000\x1f\x85\ufeffa"))
+def test_text_patterns_are_the_blank_and_nul_rules(value: str) -> None:
+    assert (matcher(text_pattern()).match(value) is not None) == ("\x00" not in value)
+    non_blank = "\x00" not in value and value.strip() != ""
+    assert (matcher(text_pattern(blank=False)).match(value) is not None) == non_blank
+
+
+def test_limits_and_bodies_say_what_the_server_checks(schema: dict) -> None:
+    history = parameter(schema, f"{V1}/users/{{user_id}}/history", "get", "limit")
+    assert (history["minimum"], history["maximum"]) == (1, 50)
+    events = parameter(schema, f"{V1}/events", "get", "after")
+    assert (events["minimum"], events["maximum"]) == (0, 10**18 - 1)
+    components = schema["components"]["schemas"]
+    tool = components["MemoryToolInput"]
+    assert "required" not in tool and "additionalProperties" not in tool  # all tool errors
+    memory = schema["paths"][f"{V1}/users/{{user_id}}/memory"]["post"]
+    assert memory["requestBody"]["required"] is True
+    assert components["EndUserPatch"]["required"] == ["memory_enabled"]
+    assert components["ApiKeyInput"]["additionalProperties"] is False
+    assert components["ApiKeyInput"]["properties"]["permissions"]["minItems"] == 1
+    assert components["PatchedTenant"]["properties"]["name"]["minLength"] == 1
+    capture = components["CaptureInput"]["properties"]["messages"]
+    assert (capture["minItems"], capture["maxItems"]) == (1, 100)
+    for name in ("411", "413", "415"):
+        assert name in schema["paths"][f"{V1}/tenant"]["patch"]["responses"], name
+
+
+def test_the_server_refuses_what_the_schema_refuses(acme: Any) -> None:
+    c = acme.client
+    for name in (0, "", "   "):  # 0 was stored as "0"
+        response = c.patch(f"{V1}/tenant", {"name": name}, format="json")
+        assert response.status_code == 400, name
+    assert acme.client.get(f"{V1}/tenant").json()["name"] == "Acme"
+    unknown = c.post(f"{V1}/keys", {"name": "phone", "colour": "red"}, format="json")
+    assert (unknown.status_code, unknown.json()["error"]["code"]) == (400, "invalid_request")
+    empty = c.post(f"{V1}/keys", {"name": "phone", "permissions": []}, format="json")
+    assert empty.status_code == 400
+
+
+@pytest.mark.parametrize("role", [{}, [], ["user"], None, 1])
+def test_a_role_that_is_no_string_is_invalid_role_not_500(acme: Any, role: Any) -> None:
+    response = acme.client.post(f"{V1}/users/alice/sessions/s1/messages",
+                                {"messages": [{"role": role, "content": "hi"}]}, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_role")
