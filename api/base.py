@@ -35,6 +35,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.authentication import (
+    BEARER,
     ApiPrincipal,
     OtherPersonRefused,
     key_authenticate,
@@ -58,6 +59,8 @@ class TenantAPIView(APIView):
     # Whether a key bound to one end user may call this view although its URL names no
     # person; the view then shows them only their own person.
     serves_bound_keys: bool = False
+    # The Authorization schemes this view takes a key in (api.authentication.BEARER).
+    key_schemes: tuple[str, ...] = BEARER
     # The end user the URL's user_id names, read with the key in this transaction; None for
     # an unknown person or a URL without user_id. ``end_user_locked``: read with the person's
     # write lock (the view declared that this request writes them).
@@ -84,10 +87,13 @@ class TenantAPIView(APIView):
         # The key names its tenant, so the transaction opens before authentication and the
         # key lookup and the handler share it: one BEGIN/COMMIT per request. A key that does
         # not authenticate raises, and the finally in dispatch rolls the transaction back.
-        tenant_id = tenant_hint(request)
+        tenant_id = tenant_hint(request, self.key_schemes)
         if tenant_id is not None:
-            self._tenant_stack = ExitStack()
-            self._tenant_stack.enter_context(tenant_context(tenant_id))
+            stack = ExitStack()
+            stack.enter_context(tenant_context(tenant_id))
+            # Only once it is open: a BEGIN that failed (the database is away) left no
+            # transaction for handle_exception to mark for rollback.
+            self._tenant_stack = stack
         super().initial(request, *args, **kwargs)
         repeated = sorted(name for name, values in request.query_params.lists() if len(values) > 1)
         if repeated:
@@ -95,6 +101,13 @@ class TenantAPIView(APIView):
             # several (``?limit=abc&limit=`` as no limit), so a client's mistake went unseen.
             raise ApiError(400, "invalid_request",
                            f"Give each query parameter once: {echo(', '.join(repeated))}.")
+
+    def person_named(self, request: Request) -> str | None:
+        """The ``user_id`` of the person this request is about, asked before authentication so
+        that the key's statement loads them: the URL's. A surface whose requests name the
+        person elsewhere (mem0's bodies, api/mem0) says where."""
+        user_id = self.kwargs.get("user_id")
+        return user_id if isinstance(user_id, str) else None
 
     def writes_end_user(self, request: Request) -> bool:
         """Whether this request writes the person the URL names, decided before
@@ -114,13 +127,12 @@ class TenantAPIView(APIView):
         # Most handlers read or write the person the URL names next, so the key's statement
         # loads them too (and locks them for a write): one round trip instead of two or three.
         try:
-            parsed = request_key(request)
+            parsed = request_key(request, self.key_schemes)
             if parsed is None:  # no credentials: the permission check answers 401
                 # settings: UNAUTHENTICATED_USER is None (the stubs know only Django's users)
                 request.user = request.auth = None  # type: ignore[assignment]
                 return
-            user_id = self.kwargs.get("user_id")  # unvalidated here: the handler checks it
-            user_id = user_id if isinstance(user_id, str) else None
+            user_id = self.person_named(request)  # unvalidated here: the handler checks it
             locked = user_id is not None and self.writes_end_user(request)
             found = key_authenticate(parsed, user_id=user_id, lock_person=locked,
                                      writes=not self.reads_only(request))

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponseBase, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
 
 from memoryhub.errors import MemoryRefusal
+
+logger = logging.getLogger(__name__)
 
 
 class ApiError(exceptions.APIException):
@@ -64,6 +70,28 @@ _STATUS_ERRORS = {
 }
 
 
+UNAVAILABLE_MESSAGE = ("The service cannot reach its database for a moment. Nothing was "
+                       "changed; try again after Retry-After seconds.")
+
+
+def database_unavailable(exc: BaseException | None) -> bool:
+    """The database could not be reached or dropped the connection (it restarts, a failover,
+    the pool found no connection in time), or cancelled the statement: the request may
+    succeed when sent again, so it is 503 with Retry-After rather than a bug's 500."""
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
+def unavailable_headers() -> dict[str, str]:
+    return {"Retry-After": str(settings.DATABASE_RETRY_AFTER)}
+
+
+def unavailable_page() -> JsonResponse:
+    """503 ``service_unavailable`` with Retry-After: what the API says while the database is
+    out of reach."""
+    return JsonResponse(error_body("service_unavailable", UNAVAILABLE_MESSAGE), status=503,
+                        headers=unavailable_headers())
+
+
 def error_page(status: int) -> JsonResponse:
     """The error body for a status, where no view chose a code: 500 ``internal_error``."""
     code, message = _STATUS_ERRORS.get(status, ("internal_error", INTERNAL_ERROR_MESSAGE))
@@ -75,7 +103,10 @@ def error_page_for(exc: Exception, django_page: HttpResponseBase) -> JsonRespons
     its debug page, which lists every URL pattern). Django chose the status, logged and
     signalled the exception; only the body changes."""
     status = 413 if isinstance(exc, RequestDataTooBig) else django_page.status_code
-    page = error_page(status if status in _STATUS_ERRORS else 500)
+    if database_unavailable(exc):
+        page = unavailable_page()
+    else:
+        page = error_page(status if status in _STATUS_ERRORS else 500)
     # log_response marks what it logged; without the mark the handler would log it again.
     logged = getattr(django_page, "_has_been_logged", False)
     page._has_been_logged = logged  # type: ignore[attr-defined]
@@ -85,6 +116,11 @@ def error_page_for(exc: Exception, django_page: HttpResponseBase) -> JsonRespons
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, RequestDataTooBig):  # chunked bodies have no Content-Length to check
         return Response(error_body("request_too_large", TOO_LARGE_MESSAGE), status=413)
+    if database_unavailable(exc):
+        logger.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+        set_rollback()
+        return Response(error_body("service_unavailable", UNAVAILABLE_MESSAGE), status=503,
+                        headers=unavailable_headers())
     if isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")
     if isinstance(exc, MemoryRefusal):  # a domain refusal a view lets through: its own code

@@ -1,8 +1,10 @@
 """Middleware of the agent API: its own short chain, and the 1 MiB body limit (411 for a
 chunked body the server did not decode: memoryhub/infra/chunked.py).
 
-``ApiRouterMiddleware`` comes first in ``settings.MIDDLEWARE``. It hands every ``/api/v1/``
-request to a handler built from ``settings.API_MIDDLEWARE`` instead of passing it down the
+``ApiRouterMiddleware`` comes first in ``settings.MIDDLEWARE``, after only the request id and
+metrics middleware that wraps both chains (memoryhub/infra/observability.py). It hands every
+``/api/v1/`` request (and ``/mcp``, and mem0's ``/mem0/``: api/mem0) to a handler built from
+``settings.API_MIDDLEWARE`` instead of passing it down the
 web chain. Agents send a Bearer key, never cookies: sessions, CSRF, accounts, messages, htmx,
 the portal fence and the pages' Content-Security-Policy have nothing to do for them, and the
 web chain cost about 0.1 ms of CPU per API request (7% of a ``view``). The API chain keeps the
@@ -24,6 +26,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from django.utils.module_loading import import_string
 
 from api.errors import TOO_LARGE_MESSAGE, error_body, error_page_for
+from api.mem0.errors import is_mem0, mem0_shaped
 from memoryhub.numbers import parse_natural
 
 API_PREFIX = "/api/v1/"
@@ -81,6 +84,8 @@ class ApiRouterMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if request.path_info.startswith(API_PREFIX) or request.path_info == MCP_PATH:
             return self.api.get_response(request)
+        if is_mem0(request.path_info):  # mem0's API (api/mem0): the same chain, mem0's errors
+            return mem0_shaped(self.api.get_response(request))
         return self.get_response(request)
 
 
@@ -91,7 +96,7 @@ class ApiBodyLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith("/api/") or request.path == MCP_PATH:
+        if request.path.startswith("/api/") or request.path == MCP_PATH or is_mem0(request.path):
             refusal = body_refusal(request)
             if refusal is not None:
                 return refusal

@@ -218,7 +218,7 @@ def event_page_representation(events: Sequence[MemoryEvent]) -> dict[str, Any]:
     back where it stopped; only an empty page (nothing after ``after``) says null."""
     return {
         "events": [event_representation(e) for e in events],
-        "next_cursor": events[-1].id if events else None,
+        "next_cursor": events[-1].seq if events else None,
     }
 
 
@@ -678,6 +678,7 @@ class ConversationExportSerializer(ConversationSerializer):
 
 
 class FactExportSerializer(FactSerializer):
+    metadata = serializers.DictField(help_text="the app's own (mem0's metadata), {} for none")
     history = FactVersionSerializer(many=True, help_text="oldest first")
 
 
@@ -720,7 +721,8 @@ def export_representation(export: EndUserExport) -> dict[str, Any]:
         "events": [event_representation(e) for e in export.events],
         "portal_links": [portal_link_record_representation(link) for link in export.portal_links],
         "conversations": [conversation_export_representation(r) for r in export.conversations],
-        "facts": [{**fact_representation(r.fact), **fact_history_representation(r.history)}
+        "facts": [{**fact_representation(r.fact), "metadata": r.fact.metadata,
+                   **fact_history_representation(r.history)}
                   for r in export.facts if r.fact is not None],
         "deleted_facts": [{"id": r.fact_id, **fact_history_representation(r.history)}
                           for r in export.deleted_facts],

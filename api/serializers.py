@@ -37,7 +37,8 @@ from memoryhub.models import MessageRole, Scope
 from memoryhub.numbers import parse_natural
 from memoryhub.selectors.recall import DEFAULT_SOURCES as DEFAULT_RECALL_SOURCES
 from memoryhub.selectors.recall import SOURCES as RECALL_SOURCES
-from memoryhub.services.conversations import MAX_MESSAGES_PER_REQUEST, MAX_METADATA_BYTES
+from memoryhub.services.conversations import MAX_MESSAGES_PER_REQUEST
+from memoryhub.services.metadata import MAX_METADATA_BYTES
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
 from tenants.services import (
     MAX_COLUMN_INTEGER,

@@ -2,8 +2,9 @@
 
 DRF's SimpleRateThrottle keeps every request's timestamp in one cache entry, which costs a
 list of thousands of floats per request at agent rates; a counter per window costs one
-increment. With the default local-memory cache the limit is per server process; set
-``REDIS_CACHE_URL`` to share it across processes and machines.
+increment. With the default local-memory cache the limit is per server process, which
+production refuses (``memoryhub/infra/checks.py``); ``REDIS_CACHE_URL`` shares it across
+processes and machines (``memoryhub/infra/cache.py``).
 """
 
 from __future__ import annotations

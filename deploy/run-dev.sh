@@ -6,6 +6,20 @@ cd "$(dirname "$0")/.."
 export DEBUG="${DEBUG:-1}"
 PORT="${PORT:-8000}"
 PY=.venv/bin/python
+WEB_WORKERS="${WEB_WORKERS:-2}"
+
+# The rate limits count in the cache, which web processes share only through Redis: use the
+# local one when it answers, else serve from one process (whose memory then counts right).
+if [[ -z "${REDIS_CACHE_URL:-}" ]] && $PY -c 'import redis
+redis.Redis(socket_connect_timeout=1, socket_timeout=1).ping()' 2>/dev/null; then
+  export REDIS_CACHE_URL=redis://127.0.0.1:6379/1
+  echo "Rate limits shared by the web processes in Redis ($REDIS_CACHE_URL)."
+fi
+if [[ -z "${REDIS_CACHE_URL:-}" && "$WEB_WORKERS" != 1 ]]; then
+  echo "No Redis at 127.0.0.1:6379: one web process, so that the rate limits hold" \
+       "(set REDIS_CACHE_URL for more)."
+  WEB_WORKERS=1
+fi
 
 $PY manage.py migrate --no-input
 $PY manage.py collectstatic --no-input -v 0
@@ -23,7 +37,8 @@ trap stop INT TERM EXIT
 .venv/bin/celery -A memoryhub worker --beat --loglevel INFO --concurrency 2 \
   --schedule "${MEMORYHUB_DATA_DIR:-var}/celerybeat-schedule" &
 pids+=($!)
-.venv/bin/gunicorn memoryhub.wsgi:application --bind "127.0.0.1:${PORT}" \
-  --workers "${WEB_WORKERS:-2}" --threads "${WEB_THREADS:-2}" --access-logfile - &
+# The production configuration (deploy/gunicorn.conf.py), on this port.
+.venv/bin/gunicorn -c deploy/gunicorn.conf.py memoryhub.wsgi:application \
+  --bind "127.0.0.1:${PORT}" --workers "$WEB_WORKERS" --threads "${WEB_THREADS:-2}" &
 pids+=($!)
 wait -n "${pids[@]}"

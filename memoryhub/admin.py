@@ -7,7 +7,7 @@ counts on the Tenant admin, read inside ``tenant_context(tenant.pk)`` per object
 memory is read by the people themselves, on their own page. Settings change through
 ``tenant_settings_update`` so they are audited like any other change, and tenants are not
 deleted here (deleting one needs its rows removed tenant by tenant, which the admin's
-collector cannot see).
+collector cannot see: ``manage.py delete_tenant`` does it).
 
 The Tenant admin lives here, not in tenants/admin.py, because it counts memory rows:
 ``tenants`` sits below ``memoryhub`` and never imports it (the layers in pyproject.toml).

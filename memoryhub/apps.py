@@ -12,3 +12,4 @@ class MemoryHubConfig(AppConfig):
 
     def ready(self) -> None:
         register_adapters()
+        from memoryhub.infra import checks  # noqa: F401 - registers the system checks

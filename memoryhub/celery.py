@@ -14,6 +14,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 # Redis broker URLs get kombu's Redis transport with a cheaper publish (see memoryhub.infra.broker).
 # kombu resolves a URL's scheme through this table, for the web processes and the worker alike.
 TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = "memoryhub.infra.broker:Transport"
+# The filesystem transport (make run's default) without its race between writer and reader.
+TRANSPORT_ALIASES["filesystem"] = "memoryhub.infra.broker:FilesystemTransport"
 
 app = Celery("memoryhub")
 # The worker reads django.conf:settings when it first needs its configuration: the embedded

@@ -209,6 +209,10 @@ class Conversation(TenantOwned):
                          name="conversation_user_recent"),
             # Retention: conversations whose last message is older than the cutoff.
             models.Index(fields=["tenant", "last_message_at"], name="conversation_tenant_last"),
+            # The dashboard's "conversations waiting" for augmentation: only those rows, so
+            # counting them costs the backlog, not the tenant's whole history.
+            models.Index(fields=["tenant"], condition=models.Q(message_count__gt=models.F("augmented_seq")),
+                         name="conversation_waiting"),
         ]
 
     def __str__(self) -> str:
@@ -275,12 +279,15 @@ class EventType(models.TextChoices):
 
 
 class MemoryEvent(TenantOwned):
-    """An entry of the tenant's event feed; ``id`` is the cursor.
+    """An entry of the tenant's event feed; ``seq`` is its public id and the feed's cursor.
 
+    ``seq`` counts the tenant's own events (``EventFeed``), so it tells a tenant nothing of
+    the others' volume, as ``id`` (one sequence for every tenant) would.
     ``user_id`` is the end user's identifier as text, not a foreign key: the feed keeps
     telling what happened after the person is forgotten (it holds paths, never content).
     """
 
+    seq = models.BigIntegerField()
     type = models.CharField(max_length=32, choices=EventType.choices)
     user_id = models.CharField(max_length=128, blank=True, default="")
     actor = models.CharField(max_length=16, choices=Actor.choices)
@@ -288,18 +295,40 @@ class MemoryEvent(TenantOwned):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta(TenantOwned.Meta):
-        constraints = [TenantRowLevelSecurity(name="event_rls")]
+        constraints = [
+            # The feed's order and cursor (a unique B-tree on both).
+            models.UniqueConstraint(fields=["tenant", "seq"], name="event_tenant_seq"),
+            TenantRowLevelSecurity(name="event_rls"),
+        ]
         indexes = [
-            models.Index(fields=["tenant", "id"], name="event_tenant_cursor"),
             # A person's events: export and forget-everything.
-            models.Index(fields=["tenant", "user_id", "id"], name="event_tenant_user"),
+            models.Index(fields=["tenant", "user_id", "seq"], name="event_tenant_user_seq"),
         ]
 
     def feed_item(self) -> dict[str, Any]:
         """The event as the event feed, the export and every webhook delivery show it (one
         definition: the API's ``Event`` shape documents it, and its schema test checks it)."""
-        return {"id": self.id, "type": self.type, "created_at": self.created_at,
+        return {"id": self.seq, "type": self.type, "created_at": self.created_at,
                 "actor": self.actor, "user_id": self.user_id, "data": self.data}
+
+
+class EventFeed(TenantOwned):
+    """The tenant's last event and webhook delivery numbers: their ``seq``, their public ids.
+
+    Every event insert updates this row (``memoryhub.store.events``), and its row lock, held to
+    the commit, is the tenant's feed lock: the tenant's events commit in ``seq`` order, so a
+    reader of "the events after N" never misses one that commits later. A counter rather than
+    ``max(seq) + 1``: forgetting a person deletes their events, and a number must never be
+    given twice (a consumer's cursor may be past it).
+    """
+
+    tenant = models.OneToOneField("tenants.Tenant", on_delete=models.CASCADE, primary_key=True,
+                                  related_name="+")
+    last_event = models.BigIntegerField(default=0)
+    last_delivery = models.BigIntegerField(default=0)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [TenantRowLevelSecurity(name="eventfeed_rls")]
 
 
 class WriteTally(TenantOwned):
@@ -314,6 +343,28 @@ class WriteTally(TenantOwned):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "end_user", "key"], name="tally_unique_key"),
             TenantRowLevelSecurity(name="tally_rls"),
+        ]
+
+
+class UsageDay(TenantOwned):
+    """A tenant's usage on one day (UTC), for the dashboard's charts.
+
+    ``writes`` (memory changes: ``memory.changed`` events) is counted by the statement that
+    records the event (``memoryhub.store.events``), ``recalls`` by one upsert per recall
+    (``memoryhub.services.usage``): counters, so deleting what was counted (forget-everything,
+    retention) never rewrites the past. ``stored_bytes`` is the tenant's documents' size at
+    the day's last reading (the hourly ``usage_snapshot_all`` task); None: no reading that day.
+    """
+
+    day = models.DateField()
+    writes = models.PositiveBigIntegerField(default=0)
+    recalls = models.PositiveBigIntegerField(default=0)
+    stored_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+
+    class Meta(TenantOwned.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "day"], name="usageday_unique_day"),
+            TenantRowLevelSecurity(name="usageday_rls"),
         ]
 
 
@@ -377,6 +428,8 @@ class WebhookDelivery(TenantOwned):
     row with SELECT ... FOR UPDATE SKIP LOCKED, so two workers never send it at once.
     """
 
+    # The tenant's own delivery number (EventFeed), sent as X-MemoryHub-Delivery.
+    seq = models.BigIntegerField()
     endpoint = models.ForeignKey(
         WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False
     )
@@ -396,6 +449,7 @@ class WebhookDelivery(TenantOwned):
             models.UniqueConstraint(
                 fields=["tenant", "endpoint", "event"], name="delivery_unique_event"
             ),
+            models.UniqueConstraint(fields=["tenant", "seq"], name="delivery_tenant_seq"),
             TenantRowLevelSecurity(name="webhookdelivery_rls"),
         ]
         indexes = [
@@ -447,6 +501,9 @@ class Fact(TenantOwned):
     valid_at = models.DateTimeField()
     invalid_at = models.DateTimeField(null=True, blank=True)
     source = models.JSONField(default=dict)  # {"conversation_id": ..., "message_ids": [...]}
+    # The app's own key-value pairs (mem0's ``metadata``: api/mem0), at most 4 KiB of JSON
+    # like a captured message's; shown by mem0's API and the export.
+    metadata = models.JSONField(default=dict)
     version = models.PositiveIntegerField(default=1)
     updated_by = models.CharField(max_length=16, choices=Actor.choices)
     created_at = models.DateTimeField(auto_now_add=True)

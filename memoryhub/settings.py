@@ -9,6 +9,7 @@ the development secret key, generated once into the data dir (see ``_secret_key`
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import sys
@@ -188,7 +189,12 @@ def _database_settings() -> tuple[dict, dict, dict | None]:
 
 _app_db, _owner_db, EMBEDDED_POSTGRES = _database_settings()
 DB_POOL = env_bool("DB_POOL", not TESTING)
-_pool_options = {"pool": {"min_size": 2, "max_size": 20, "timeout": 10}} if DB_POOL else {}
+# timeout: seconds a request waits for a connection (then 503, see DATABASE_RETRY_AFTER).
+_pool_options = (
+    {"pool": {"min_size": 2, "max_size": 20,
+              "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "10"))}}
+    if DB_POOL else {}
+)
 # Server-side parameters let psycopg prepare a statement the third time a connection runs it,
 # so PostgreSQL skips parsing and planning afterwards: the hot API statements took about
 # half their time in that. Switch it off behind a pooler that cannot keep prepared statements
@@ -216,14 +222,36 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, sessions -------------------------------------------------------------------------
+# --- Limits that hold across processes (issue 17) ---
+# The API's and the sign-in's rate limits count in this cache, so with more than one server
+# process it must be Redis, shared by all: deploy/run-dev.sh sets REDIS_CACHE_URL when Redis
+# answers on 127.0.0.1:6379 (else it serves from one process). A per-process cache while a
+# limit is set fails `check --deploy`, and production refuses to start (memoryhub/checks.py).
+# Redis unreachable: each process counts alone until it answers (memoryhub/infra/cache.py).
+REDIS_CACHE_URL = os.environ.get("REDIS_CACHE_URL", "")
+
+
+def _cache_key_prefix() -> str:
+    """Keeps the counters of databases that share one Redis apart (developers' embedded
+    databases: their data dir and database name). Production's default is a fixed name, which
+    every web machine must agree on, whatever host name its DATABASE_URL uses."""
+    if os.environ.get("REDIS_CACHE_KEY_PREFIX"):
+        return os.environ["REDIS_CACHE_KEY_PREFIX"]
+    if not EMBEDDED_DATABASE:
+        return "memoryhub"
+    where = f"{DATA_DIR.resolve()}:{os.environ.get('MEMORYHUB_DB_NAME', 'memoryhub')}"
+    return "memoryhub-" + hashlib.sha256(where.encode()).hexdigest()[:12]
+
+
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-         "LOCATION": os.environ["REDIS_CACHE_URL"]}
-        if os.environ.get("REDIS_CACHE_URL")
+        {"BACKEND": "memoryhub.infra.cache.ResilientRedisCache", "LOCATION": REDIS_CACHE_URL,
+         "KEY_PREFIX": _cache_key_prefix()}
+        if REDIS_CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
 }
+# --- end of issue 17's limits ---
 # Requests per API key ("<count>/<s|min|hour>"); empty switches the limit off.
 API_RATE_LIMIT = os.environ.get("API_RATE_LIMIT", "6000/min")
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
@@ -338,8 +366,11 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or ("memory://" if TESTING else "filesystem://")
 # bootstrap() creates these folders (kombu does not).
 _celery_fs_dir = DATA_DIR / "celery-broker"
-CELERY_BROKER_TRANSPORT_OPTIONS = (
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
     {
+        # The transport cannot wake the worker, which looks again this often (kombu's default,
+        # 1 s, also after each task while every process is busy: one message a second).
+        "polling_interval": float(os.environ.get("CELERY_BROKER_POLLING_INTERVAL", "0.05")),
         "data_folder_in": str(_celery_fs_dir / "out"),
         "data_folder_out": str(_celery_fs_dir / "out"),
         "processed_folder": str(_celery_fs_dir / "processed"),
@@ -364,7 +395,21 @@ CELERY_BEAT_SCHEDULE = {
     "retention-purge": {"task": "memoryhub.tasks.retention_purge_all", "schedule": 3600.0},
     "webhooks-sweep": {"task": "memoryhub.tasks.webhooks_sweep", "schedule": 300.0},
     "embeddings-sweep": {"task": "memoryhub.tasks.embeddings_sweep", "schedule": 600.0},
+    # Hourly: each tenant's stored bytes for the dashboard's usage chart (memoryhub/services/usage.py).
+    "usage-snapshot": {"task": "memoryhub.tasks.usage_snapshot_all", "schedule": 3600.0},
 }
+
+# --- Sweeps and an unreachable database (issue 17: faults) -----------------------------------
+# The sweeps re-enqueue what a lost message left (a broker outage, a worker killed mid-task):
+# every this many seconds, for work older than the grace (its own message may still run).
+CELERY_BEAT_SCHEDULE["embeddings-sweep"]["schedule"] = float(
+    os.environ.get("EMBEDDINGS_SWEEP_INTERVAL", "600"))
+CELERY_BEAT_SCHEDULE["webhooks-sweep"]["schedule"] = float(
+    os.environ.get("WEBHOOKS_SWEEP_INTERVAL", "300"))
+EMBEDDINGS_SWEEP_GRACE = float(os.environ.get("EMBEDDINGS_SWEEP_GRACE", "120"))
+WEBHOOKS_SWEEP_GRACE = float(os.environ.get("WEBHOOKS_SWEEP_GRACE", "60"))
+# Seconds a client is told to wait (Retry-After) when the database cannot be reached: 503.
+DATABASE_RETRY_AFTER = int(os.environ.get("DATABASE_RETRY_AFTER", "2"))
 
 # --- MemoryHub -------------------------------------------------------------------------------
 MEMORYHUB_EMBEDDINGS = {
@@ -428,6 +473,28 @@ LOGGING = {
                 # The MCP SDK logs every stateless request's start and end at INFO.
                 "mcp": {"level": "WARNING"}},
 }
+
+# --- Observability: request ids, JSON logs, /metrics (memoryhub/infra/observability.py) ------
+# First in the chain, ahead of the API router, so both chains get a request id and metrics.
+MIDDLEWARE.insert(0, "memoryhub.infra.observability.RequestObservabilityMiddleware")
+# "json" (one object per line, python-json-logger) or "text"; JSON unless DEBUG.
+LOG_FORMAT = os.environ.get("LOG_FORMAT") or ("text" if DEBUG else "json")
+LOGGING["filters"] = {"request_id": {"()": "memoryhub.infra.observability.RequestIdLogFilter"}}
+LOGGING["formatters"] = {
+    "json": {"()": "pythonjsonlogger.json.JsonFormatter",
+             "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"}},
+    "text": {"()": "logging.Formatter", "defaults": {"request_id": "-"},
+             "fmt": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+}
+LOGGING["handlers"] = {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT,
+                                   "filters": ["request_id"]}}
+# The worker logs through the handler above (JSON) instead of replacing it with its own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Bearer token that /metrics requires; unset: open with DEBUG, 404 without (memoryhub/metrics.py).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# Probes and scrapers call the server directly over HTTP (deploy/): no redirect to HTTPS.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
 # Augmentation (spec: Facts): the extractor (rules, the default, or none), and how long after
 # a capture its run starts, so that a burst of captures makes one run.

@@ -37,20 +37,19 @@ from memoryhub.services.augmentation import (
 )
 from memoryhub.services.conversations import conversations_expired_purge
 from memoryhub.services.passages import (
-    document_embed,
     documents_awaiting_vectors,
-    record_embed,
+    documents_embed,
     records_awaiting_vectors,
+    records_embed,
 )
 from memoryhub.services.retention import RETENTION_BATCH, retention_purge_batch, write_tallies_purge
+from memoryhub.services.usage import usage_stored_bytes_record
 from memoryhub.services.webhooks import deliveries_due, webhook_deliver
 from tenants.context import tenant_context
 from tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
-# A passage younger than this is still in the normal path (its on-commit task).
-EMBED_SWEEP_GRACE = timedelta(minutes=2)
 SWEEP_LIMIT = 1000  # per tenant and run; the next run takes the rest
 
 
@@ -60,13 +59,22 @@ SWEEP_LIMIT = 1000  # per tenant and run; the next run takes the rest
 )
 def embed_documents(*, items: list[list[int]]) -> int:
     """Several documents' embeddings in one message (memoryhub/infra/publisher.py, the sweep):
-    [tenant, document, version] each, every one in its own tenant context. A retry redoes
-    only what is missing."""
+    [tenant, document, version] each; each tenant's in one transaction of its own context,
+    with what else waits in that tenant (memoryhub/services/passages.py, "Catching up").
+    A retry redoes only what is missing."""
     embedded = 0
-    for tenant_id, document_id, version in items:
+    for tenant_id, documents in _by_tenant(items).items():
         with tenant_context(tenant_id):
-            embedded += document_embed(document_id=document_id, version=version)
+            embedded += documents_embed(documents=documents, catch_up=True)
     return embedded
+
+
+def _by_tenant(items: list[list]) -> dict[int, list[tuple]]:
+    """Each tenant's items, without the tenant: [[1, a, b], [2, c, d]] -> {1: [(a, b)], ...}."""
+    grouped: dict[int, list[tuple]] = {}
+    for tenant_id, *rest in items:
+        grouped.setdefault(tenant_id, []).append(tuple(rest))
+    return grouped
 
 
 @shared_task(
@@ -84,11 +92,11 @@ def embed_document(*, tenant_id: int, document_id: int, version: int) -> int:
 )
 def embed_records(*, items: list[list]) -> int:
     """Facts' and conversations' messages' vectors (recall over facts and messages):
-    [tenant, "fact" or "conversation", id] each, in its own tenant context."""
+    [tenant, "fact" or "conversation", id] each; each tenant's in its own context."""
     embedded = 0
-    for tenant_id, kind, record_id in items:
+    for tenant_id, records in _by_tenant(items).items():
         with tenant_context(tenant_id):
-            embedded += record_embed(kind=kind, record_id=record_id)
+            embedded += records_embed(items=records, catch_up=True)
     return embedded
 
 
@@ -147,18 +155,28 @@ def webhooks_sweep() -> int:
     return enqueued
 
 
+@shared_task(name="memoryhub.tasks.usage_snapshot_all")
+def usage_snapshot_all() -> int:
+    """Hourly: every tenant's stored bytes, as today's reading for the dashboard's usage chart
+    (the last reading of a day stands for that day). One aggregate per tenant, each in its own
+    short transaction."""
+    tenant_ids = list(Tenant.objects.values_list("id", flat=True))
+    for tenant_id in tenant_ids:
+        with tenant_context(tenant_id):
+            usage_stored_bytes_record()
+    return len(tenant_ids)
+
+
 @shared_task(name="memoryhub.tasks.embeddings_sweep")
 def embeddings_sweep() -> int:
     """Re-enqueue embedding of documents, facts and messages whose on-commit task was lost."""
     enqueued = 0
     for tenant_id in Tenant.objects.values_list("id", flat=True):
         with tenant_context(tenant_id):
-            waiting = documents_awaiting_vectors(
-                created_before=timezone.now() - EMBED_SWEEP_GRACE, limit=SWEEP_LIMIT
-            )
-            records = records_awaiting_vectors(
-                created_before=timezone.now() - EMBED_SWEEP_GRACE, limit=SWEEP_LIMIT
-            )
+            # Younger rows are still in the normal path (their on-commit task).
+            before = timezone.now() - timedelta(seconds=settings.EMBEDDINGS_SWEEP_GRACE)
+            waiting = documents_awaiting_vectors(created_before=before, limit=SWEEP_LIMIT)
+            records = records_awaiting_vectors(created_before=before, limit=SWEEP_LIMIT)
         if waiting:
             embed_documents.delay(items=[[tenant_id, pk, version] for pk, version in waiting])
         if records:

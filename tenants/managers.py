@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps
 from django.db import models
 
 from tenants.context import current_tenant_id
@@ -38,3 +39,9 @@ class TenantOwned(models.Model):
         if self.tenant_id is None:
             self.tenant_id = current_tenant_id()
         super().save(*args, **kwargs)
+
+
+def tenant_owned_models() -> list[type[TenantOwned]]:
+    """Every table that holds tenants' rows, from the models themselves (the app registry):
+    what deleting a tenant must empty, and what tenant-wide checks must cover."""
+    return [model for model in apps.get_models() if issubclass(model, TenantOwned)]

@@ -66,6 +66,7 @@ from memoryhub.services.conversations import (
     messages_capture,
     messages_checked,
 )
+from memoryhub.services.usage import usage_recall_count
 
 TAGS = ["conversations"]
 MESSAGE_PAGE_DEFAULT, MESSAGE_PAGE_MAX = 100, 500
@@ -324,4 +325,6 @@ class TurnContextView(TenantAPIView):
             query=data.get("query"), limit=data["limit"], threshold=data.get("threshold"),
             history=data["history"],
         )
+        if context.recall is not None:
+            usage_recall_count()  # the dashboard's usage chart; last, so its row lock is brief
         return Response(turn_context_representation(context))

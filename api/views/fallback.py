@@ -9,10 +9,12 @@ JSON for ``/api/`` paths and Django's pages elsewhere.
 
 from __future__ import annotations
 
+import sys
+
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.views import defaults
 
-from api.errors import error_page
+from api.errors import database_unavailable, error_page, unavailable_headers, unavailable_page
 
 
 def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
@@ -27,5 +29,20 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponseBase:
     return error_page(404) if _is_api(request) else defaults.page_not_found(request, exception)
 
 
+# No template: rendering one may need the database that is away.
+_UNAVAILABLE_HTML = (
+    "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>MemoryHub is "
+    "briefly unavailable</title></head><body><h1>Briefly unavailable</h1><p>MemoryHub cannot "
+    "reach its database for a moment. Nothing was changed; reload the page in a few seconds."
+    "</p></body></html>"
+)
+
+
 def server_error(request: HttpRequest) -> HttpResponseBase:
+    """Django calls this inside its handling of the exception, so ``sys.exc_info`` holds it:
+    an unreachable database is 503 with Retry-After (JSON under /api/, a page elsewhere)."""
+    if database_unavailable(sys.exc_info()[1]):
+        if _is_api(request):
+            return unavailable_page()
+        return HttpResponse(_UNAVAILABLE_HTML, status=503, headers=unavailable_headers())
     return error_page(500) if _is_api(request) else defaults.server_error(request)

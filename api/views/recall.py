@@ -20,6 +20,7 @@ from api.params import valid_profile, valid_session_id, valid_user_id
 from api.representations import RecallOutputSerializer, recall_representation
 from api.serializers import RecallInputSerializer, with_errors
 from memoryhub.selectors.recall import memory_recall
+from memoryhub.services.usage import usage_recall_count
 
 
 def _optional(value: str | None, validator: Any) -> str | None:
@@ -56,6 +57,7 @@ class RecallView(TenantAPIView):
             profile=_optional(data.get("profile"), valid_profile),
             sources=data["sources"], include_invalid=data["include_invalid"],
         )
+        usage_recall_count()  # the dashboard's usage chart; last, so its row lock is brief
         response = Response(recall_representation(recall))
         handled = time.perf_counter() - self.started
         response["Server-Timing"] = (

@@ -39,6 +39,7 @@ from memoryhub.services.people import (
     portal_link_create,
     session_forget,
 )
+from tenants.services import audit_record
 
 TAGS = ["end users"]
 NO_CONTENT = {204: OpenApiResponse(description="done (also when there was nothing to delete)")}
@@ -101,13 +102,19 @@ class UserView(TenantAPIView):
         "session, the search passages, every conversation and its messages, write tallies, "
         "portal links, the end user itself, and every event naming them. One `memory.changed` event remains, with data "
         '`{"change": "forgotten", "path": null, "scope": null, "scope_key": null}`, so feed '
-        "readers drop their copies. 204 also for an unknown user_id (nothing is recorded).",
+        "readers drop their copies, and the audit log records which key forgot them "
+        "(`end_user.forgotten`). 204 also for an unknown user_id (nothing is recorded).",
         request=None,
         responses=with_errors(NO_CONTENT),
         tags=TAGS,
     )
     def delete(self, request: Request, user_id: str) -> Response:
-        end_user_forget(tenant=self.tenant, user_id=valid_user_id(user_id), actor=Actor.APP)
+        user_id = valid_user_id(user_id)
+        if end_user_forget(tenant=self.tenant, user_id=user_id, actor=Actor.APP):
+            # As the dashboard does: the erasure, who asked for it and when (README, "Forget
+            # everything"); the audit log holds no memory content.
+            audit_record(tenant=self.tenant, actor=self.principal.actor_label,
+                         action="end_user.forgotten", target=user_id)
         return Response(status=204)
 
 

@@ -1,4 +1,7 @@
-"""kombu's Redis transport, publishing through one client per channel instead of one per message.
+"""kombu's transports as MemoryHub uses them: Redis with one publish client per channel, and
+the filesystem transport (``make run``'s default broker) without its race.
+
+Redis: publishing through one client per channel instead of one per message.
 
 kombu's Redis channel builds a new ``redis.Redis`` for every message it publishes
 (``conn_or_acquire`` with no client). Building one fills a table of about 170 response
@@ -10,9 +13,20 @@ per channel and pool does the same work. :mod:`memoryhub.celery` maps ``redis://
 
 from __future__ import annotations
 
+import logging
+import os
+import uuid
+from pathlib import Path
+from queue import Empty
+from time import monotonic
 from typing import Any
 
+from kombu.transport import filesystem as kombu_filesystem
 from kombu.transport import redis as kombu_redis
+from kombu.utils.encoding import str_to_bytes
+from kombu.utils.json import dumps, loads
+
+logger = logging.getLogger(__name__)
 
 
 class Channel(kombu_redis.Channel):
@@ -31,3 +45,47 @@ class Channel(kombu_redis.Channel):
 
 class Transport(kombu_redis.Transport):
     Channel = Channel
+
+
+# --- The filesystem transport --------------------------------------------------------------
+#
+# kombu's filesystem channel creates a message's file, then writes it; a consumer that lists
+# the folder in between takes an empty file, fails to decode it, and the worker stops with
+# "Unrecoverable error" (the message is lost). Polling every 50 ms (settings) made that
+# frequent under load. Here a message is written under a name no consumer takes, then renamed
+# into place (atomic on POSIX), and a consumer claims a file by renaming it into the processed
+# folder (one rename wins), reads it and deletes it. A file that still does not decode is
+# logged and dropped rather than stopping the worker; the embeddings and webhook sweeps find
+# what its task was for.
+
+
+class FilesystemChannel(kombu_filesystem.Channel):
+    # kombu-stubs name the argument "message" in the virtual channel, "payload" here.
+    def _put(self, queue: str, message: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+        folder = Path(self.data_folder_out)
+        partial = folder / f"{name}.partial"  # "<ms>_<uuid>.<queue>.msg.partial": no queue's
+        partial.write_bytes(str_to_bytes(dumps(message)))
+        os.replace(partial, folder / name)
+
+    def _get(self, queue: str, timeout: float | None = None) -> Any:
+        wanted = f"{queue}.msg"
+        folder, claimed = Path(self.data_folder_in), Path(self.processed_folder)
+        for name in sorted(os.listdir(folder)):
+            if name.partition(".")[2] != wanted:
+                continue
+            try:
+                os.replace(folder / name, claimed / name)
+            except FileNotFoundError:
+                continue  # another consumer claimed it
+            raw = (claimed / name).read_bytes()
+            (claimed / name).unlink()
+            try:
+                return loads(raw)
+            except ValueError:
+                logger.error("dropped an unreadable broker message %s (%d bytes)", name, len(raw))
+        raise Empty()
+
+
+class FilesystemTransport(kombu_filesystem.Transport):
+    Channel = FilesystemChannel

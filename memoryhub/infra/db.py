@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import psycopg
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from psycopg.abc import Loader
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
@@ -47,6 +48,25 @@ def grant_app_role(using: str, *, truncate: bool = False) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"GRANT {privileges} ON ALL TABLES IN SCHEMA public TO {quoted}")
         cursor.execute(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {quoted}")
+
+
+@contextmanager
+def read_only_snapshot(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """A read-only transaction whose reads all see one snapshot (REPEATABLE READ), for a
+    long read such as a tenant's export: rows written meanwhile are in none of its reads
+    rather than in some. Open it before ``tenant_context``, which then runs inside it.
+
+    Inside a transaction already open (tests), the level cannot change any more: the block
+    runs in that transaction as it is.
+    """
+    connection = connections[using]
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic(using=using):
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
 
 
 class HalfVec:

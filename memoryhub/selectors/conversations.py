@@ -44,7 +44,9 @@ NO_BUDGET = 2**62  # max_history_tokens switched off
 
 def parse_uuid(raw: object) -> UUID | None:
     """An id of ours from text; anything else names nothing (a 404, never a 400 that would
-    tell ids apart from other tenants')."""
+    tell ids apart from other tenants'); an id already read is itself."""
+    if isinstance(raw, UUID):
+        return raw
     if not isinstance(raw, str) or len(raw) > 64:
         return None
     try:

@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from uuid import UUID
 
 import numpy as np
+from django.db.models import QuerySet
 
 from memoryhub.infra.embeddings import EmbeddingError, get_provider
 from memoryhub.models import EndUser, Fact, FactVersion
 from memoryhub.selectors.conversations import parse_uuid
+from memoryhub.store.end_users import end_user_find
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +29,51 @@ def fact_find(*, end_user: EndUser | None, fact_id: object, for_update: bool = F
     if for_update:
         facts = facts.select_for_update(of=("self",))
     return facts.first()
+
+
+def facts_get(*, fact_ids: Sequence[object], only_user_id: str | None = None,
+              for_update: bool = False) -> dict[UUID, Fact]:
+    """The current tenant's facts of these ids (malformed and unknown ones left out), each with
+    its ``end_user`` loaded, for a surface whose fact URLs name no person (mem0's, api/mem0);
+    ``only_user_id``: only that person's (a key bound to them). ``for_update`` takes the
+    people's write locks first, in user_id order (a writer takes the person's lock before any
+    of their rows), then the facts' rows; a fact that went meanwhile is left out."""
+    ids = {parsed for parsed in map(parse_uuid, fact_ids) if parsed is not None}
+    facts = Fact.objects.select_related("end_user").filter(id__in=ids) if ids else Fact.objects.none()
+    if only_user_id is not None:
+        facts = facts.filter(end_user__user_id=only_user_id)
+    found = list(facts)
+    if not for_update:
+        return {fact.id: fact for fact in found}
+    people = {}
+    for user_id in sorted({fact.end_user.user_id for fact in found}):
+        person = end_user_find(user_id=user_id, for_update=True)
+        if person is not None:
+            people[person.pk] = person
+    locked = list(Fact.objects.select_for_update(of=("self",))
+                  .filter(id__in=[fact.id for fact in found], end_user_id__in=list(people))
+                  .order_by("id"))
+    for fact in locked:
+        fact.end_user = people[fact.end_user_id]
+    return {fact.id: fact for fact in locked}
+
+
+def fact_get(*, fact_id: object, only_user_id: str | None = None,
+             for_update: bool = False) -> Fact | None:
+    """One fact by its id alone, as ``facts_get`` finds it."""
+    parsed = parse_uuid(fact_id)
+    if parsed is None:
+        return None
+    return facts_get(fact_ids=[fact_id], only_user_id=only_user_id,
+                     for_update=for_update).get(parsed)
+
+
+def facts_listed(*, end_user: EndUser | None) -> QuerySet[Fact]:
+    """The person's valid facts, newest first, for a paginator (mem0's ``get_all``)."""
+    if end_user is None:
+        return Fact.objects.none()
+    return (Fact.objects.select_related("end_user")
+            .filter(end_user=end_user, invalid_at__isnull=True).order_by("-id"))
 
 
 def facts_page(

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, Collate
 
 from memoryhub import paths
@@ -119,6 +119,17 @@ def end_users_page(
     if after is not None:
         end_users = end_users.filter(user_id__gt=after)
     return _summaries(list(end_users[: limit + 1]))
+
+
+def end_users_with_fact_counts(*, only: str | None = None) -> QuerySet[EndUser]:
+    """Every person by user_id, each with ``n_facts`` (their valid facts), for a paginator
+    (mem0's entities, api/mem0); ``only``: just the person with that user_id (a bound key)."""
+    valid_facts = (Fact.objects.filter(end_user=OuterRef("pk"), invalid_at__isnull=True)
+                   .order_by().values("end_user").annotate(n=Count("id")).values("n"))
+    people = EndUser.objects.order_by("user_id")
+    if only is not None:
+        people = people.filter(user_id=only)
+    return people.annotate(n_facts=Coalesce(Subquery(valid_facts), 0))
 
 
 # --- Documents -----------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memoryhub.infra.embeddings import get_provider, provider_key
-from memoryhub.models import Conversation, EndUser
+from memoryhub.models import Conversation, EndUser, Fact
 from memoryhub.selectors.documents import memory_enabled
 from memoryhub.store.recall import Ranking, RecallHit, Visibility, recall_search, records_search
 from tenants.models import Tenant
@@ -131,28 +131,56 @@ def memory_recall(
     ranking = ranking_settings()
     vector, provider, embed_seconds = query_embed(query)
     started = time.perf_counter()
-    terms = query_terms(query, limit=ranking.max_query_terms)
-    cutoff = None if relaxed else threshold
-    moment = now or timezone.now()
+    hits = recall_rank(
+        visibility=Visibility(end_user.pk, session_id, profile), query_vector=vector,
+        provider=provider, terms=query_terms(query, limit=ranking.max_query_terms), limit=limit,
+        threshold=None if relaxed else threshold, ranking=ranking, now=now or timezone.now(),
+        sources=sources, include_invalid=include_invalid,
+    )
+    hits = _with_fact_sessions(hits)
+    search_seconds = time.perf_counter() - started
+    passing = [hit for hit in hits if hit.score >= threshold]
+    return Recall(hits, recall_context(passing), embed_seconds, search_seconds)
+
+
+def recall_rank(
+    *, visibility: Visibility, query_vector: list[float] | None, provider: str,
+    terms: list[str], limit: int, threshold: float | None, ranking: Ranking, now: datetime,
+    sources: tuple[str, ...] | list[str], include_invalid: bool,
+) -> list[RecallHit]:
+    """The best ``limit`` of every source (each ranked exactly: ``memoryhub.store.recall``),
+    merged by score: the best ``limit`` of one ranking of everything (``make bench-recall``
+    checks it against brute force)."""
     hits: list[RecallHit] = []
     if "documents" in sources:
         hits += recall_search(
-            visibility=Visibility(end_user.pk, session_id, profile),
-            query_vector=vector, provider=provider, terms=terms, limit=limit,
-            threshold=cutoff, ranking=ranking, now=moment,
+            visibility=visibility, query_vector=query_vector, provider=provider, terms=terms,
+            limit=limit, threshold=threshold, ranking=ranking, now=now,
         )
     for source in SOURCES:
         if source in sources and source in _KIND_OF_SOURCE:
             hits += records_search(
-                kind=_KIND_OF_SOURCE[source], end_user_id=end_user.pk, query_vector=vector,
-                provider=provider, terms=terms, limit=limit, threshold=cutoff,
-                ranking=ranking, now=moment, include_invalid=include_invalid,
+                kind=_KIND_OF_SOURCE[source], end_user_id=visibility.end_user_id,
+                query_vector=query_vector, provider=provider, terms=terms, limit=limit,
+                threshold=threshold, ranking=ranking, now=now, include_invalid=include_invalid,
             )
     hits.sort(key=lambda hit: (-hit.score, -hit.updated_at.timestamp()))  # stable: ties keep order
-    hits = _with_fact_sessions(hits[:limit])
-    search_seconds = time.perf_counter() - started
-    passing = [hit for hit in hits if hit.score >= threshold]
-    return Recall(hits, recall_context(passing), embed_seconds, search_seconds)
+    return hits[:limit]
+
+
+def facts_recall(
+    *, tenant: Tenant, end_user: EndUser | None, query: str, limit: int, threshold: float | None,
+) -> list[tuple[Fact, float]]:
+    """Recall over the person's valid facts alone, as the facts themselves with their scores,
+    best first (mem0's search, api/mem0): the results of ``memory_recall`` that pass."""
+    recall = memory_recall(tenant=tenant, end_user=end_user, query=query, limit=limit,
+                           threshold=threshold, relaxed=False, session_id=None, profile=None,
+                           sources=("facts",))
+    scores = {hit.record_id: hit.score for hit in recall.results}
+    facts = {str(fact.id): fact for fact in
+             Fact.objects.select_related("end_user").filter(id__in=list(scores))}
+    return [(facts[record_id], score) for record_id, score in scores.items()
+            if record_id in facts]
 
 
 def _with_fact_sessions(hits: list[RecallHit]) -> list[RecallHit]:

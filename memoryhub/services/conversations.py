@@ -18,7 +18,6 @@ Errors. Every message is checked before anything is written: a request is all or
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -38,13 +37,13 @@ from memoryhub.services.augmentation import augmentation_schedule
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.events import conversation_deleted_event
 from memoryhub.services.facts import facts_sources_drop
+from memoryhub.services.metadata import metadata_checked
 from memoryhub.services.passages import record_embedding_schedule
 from memoryhub.store.conversations import capture_state, messages_store
 from memoryhub.store.end_users import end_user_find
 from tenants.models import Tenant
 
 MAX_MESSAGES_PER_REQUEST = 100
-MAX_METADATA_BYTES = 4096
 MAX_SUMMARY_BYTES = 65536
 ROLES = frozenset(MessageRole.values)
 DROP_REASONS = ("excluded_role", "empty", "duplicate")
@@ -112,7 +111,7 @@ def _message_checked(item: object, index: int, max_bytes: int | None) -> Incomin
     return IncomingMessage(
         role=role, content=content, client_id=_client_id(item.get("id"), where),
         created_at=_created_at(item.get("created_at"), where),
-        metadata=_metadata(item.get("metadata"), where),
+        metadata=metadata_checked(item.get("metadata"), f"{where}.metadata"),
     )
 
 
@@ -151,23 +150,6 @@ def _created_at(value: object, where: str) -> datetime | None:
     if timezone.is_naive(parsed):
         parsed = parsed.replace(tzinfo=UTC)  # the contract's times are UTC
     return parsed.astimezone(UTC)  # answered as stored: in UTC
-
-
-def _metadata(value: object, where: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise CaptureRefusal("invalid_message", f"{where}.metadata must be a JSON object.")
-    try:
-        encoded = json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except (UnicodeEncodeError, ValueError):
-        raise CaptureRefusal("not_text", f"{where}.metadata holds text that is not UTF-8.") from None
-    if len(encoded) > MAX_METADATA_BYTES:
-        raise CaptureRefusal("invalid_message",
-                             f"{where}.metadata is over {MAX_METADATA_BYTES} bytes of JSON.")
-    if b"\\u0000" in encoded:  # json escapes NUL; PostgreSQL's jsonb refuses it
-        raise CaptureRefusal("not_text", f"{where}.metadata holds a NUL character.")
-    return value
 
 
 # --- capture ---------------------------------------------------------------------------------

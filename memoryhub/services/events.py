@@ -1,12 +1,13 @@
 """The tenant's event feed: ``memory.changed`` and ``memory.pressure``.
 
-An event is written in the same transaction as the change it describes. Its id is the
-feed's cursor, so ids must become visible in increasing order: otherwise a reader that has
-seen id 11 could later miss id 10 committed after it. A per-tenant transaction-level
-advisory lock, taken just before the insert, makes event inserts of one tenant commit in
-id order. Services record the event as their last statement, so the lock is held only from
-there to the commit; writers of different tenants never wait for each other. The statement
-is ``memoryhub.store.events.event_insert``.
+An event is written in the same transaction as the change it describes. Its public id is
+the tenant's own event number (``seq``: 1, 2, 3... per tenant, so that ids tell nothing of
+other tenants' volume) and the feed's cursor, so numbers must become visible in increasing
+order: otherwise a reader that has seen 11 could later miss 10 committed after it. The
+tenant's counter row (``EventFeed``), locked by the insert until the commit, makes event
+inserts of one tenant commit in number order. Services record the event as their last
+statement, so the lock is held only from there to the commit; writers of different tenants
+never wait for each other. The statement is ``memoryhub.store.events.event_insert``.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ def event_record(
     *, tenant_id: int, type: str, user_id: str, actor: str, data: dict[str, Any]
 ) -> MemoryEvent:
     """Append to the feed and queue the webhook deliveries, in the caller's transaction.
+    A memory change is also one write of the day in the tenant's usage (the dashboard's
+    chart), counted by the same statement.
 
     ``tenant_id`` must be the current tenant's: the store writes for the tenant context."""
     if tenant_id != current_tenant_id():
         raise RuntimeError("event_record: tenant_id is not the current tenant")
     event, delivery_ids = event_insert(type=type, user_id=user_id, actor=actor, data=data,
-                                       now=timezone.now())
+                                       now=timezone.now(),
+                                       counts_as_write=type == EventType.CHANGED)
     deliveries_enqueue(tenant_id=tenant_id, delivery_ids=delivery_ids)
     return event
 

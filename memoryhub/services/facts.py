@@ -41,6 +41,7 @@ from memoryhub.models import Actor, EndUser, Fact, FactEvent, FactSourceKey, Fac
 from memoryhub.selectors.documents import memory_disabled_reason
 from memoryhub.services.documents import memory_disabled_error, text_check
 from memoryhub.services.events import fact_changed_event
+from memoryhub.services.metadata import metadata_checked
 from memoryhub.services.passages import record_embedding_schedule
 from memoryhub.store.facts import fact_nearest
 from tenants.models import Tenant
@@ -75,6 +76,7 @@ class FactInput:
     confidence: float = 1.0
     valid_at: datetime | None = None
     source: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)  # the app's own (mem0's metadata)
 
 
 def _source(conversation_id: str | None, message_ids: list[str]) -> dict[str, Any]:
@@ -110,7 +112,8 @@ def _insert(*, end_user: EndUser, data: FactInput, actor: str, invalid_at: datet
         normalized=normalized_text(data.content), subject=data.subject,
         predicate=data.predicate, object=data.object, process=data.process,
         confidence=data.confidence, valid_at=data.valid_at or now, invalid_at=invalid_at,
-        source=data.source or _source(None, []), version=1, updated_by=actor,
+        source=data.source or _source(None, []), metadata=data.metadata, version=1,
+        updated_by=actor,
         embedding=None if vector is None else vector[0],
         embedding_provider="" if vector is None else vector[1],
     )
@@ -130,6 +133,7 @@ def fact_create(*, tenant: Tenant, end_user: EndUser, data: FactInput, actor: st
     if reason is not None:
         raise memory_disabled_error(reason)
     data.content = fact_content_check(data.content)
+    data.metadata = metadata_checked(data.metadata, "metadata")
     existing = _valid_duplicate(end_user, normalized_text(data.content))
     if existing is not None:
         return existing, False
@@ -146,6 +150,7 @@ def _version_check(fact: Fact, expected_version: int | None) -> None:
 def fact_update(
     *, end_user: EndUser, fact: Fact, actor: str, expected_version: int | None = None,
     content: Any = UNSET, confidence: Any = UNSET, invalid_at: Any = UNSET,
+    metadata: Any = UNSET,
 ) -> Fact:
     """Edit a fact (``fact`` read with ``for_update``); one version, one history row, one
     event: ``invalidated`` when it becomes invalid, else ``updated``. No change: no write."""
@@ -159,6 +164,10 @@ def fact_update(
             record_embedding_schedule(tenant_id=fact.tenant_id, kind="fact", record_id=fact.id)
     if confidence is not UNSET and confidence != fact.confidence:
         fact.confidence, changed = confidence, True
+    if metadata is not UNSET:
+        metadata = metadata_checked(metadata, "metadata")
+        if metadata != fact.metadata:
+            fact.metadata, changed = metadata, True
     invalidated = False
     if invalid_at is not UNSET and invalid_at != fact.invalid_at:
         invalidated = invalid_at is not None and fact.invalid_at is None
@@ -183,6 +192,16 @@ def fact_delete(*, end_user: EndUser, fact: Fact, actor: str, expected_version: 
     _history(fact, FactEvent.DELETED, actor)
     Fact.objects.filter(id=fact.id).delete()
     _changed(fact, user_id=end_user.user_id, actor=actor, change=FactEvent.DELETED)
+
+
+def facts_forget(*, end_user: EndUser, actor: str) -> int:
+    """Delete every fact of the person (valid or not), each as ``fact_delete`` does (the caller
+    holds the person's write lock); their documents and conversations stay. How many."""
+    facts = list(Fact.objects.select_for_update(of=("self",)).filter(end_user=end_user)
+                 .order_by("id"))
+    for fact in facts:
+        fact_delete(end_user=end_user, fact=fact, actor=actor)
+    return len(facts)
 
 
 # --- learning ----------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ Contract:
   what changed. On commit it asks for the document's embedding (``memoryhub.infra.publisher``: a
   background thread sends ``memoryhub.tasks.embed_documents``, several writes per message)
   when some passage is left without a vector of the current provider.
-- :func:`document_embed` (the task's service) gives vectors to the passages of one document
-  version that lack one, or carry one from another provider. It does nothing when the
+- :func:`documents_embed` (the task's service; :func:`document_embed` for one) gives vectors
+  to the passages of given document versions that lack one, or carry one from another provider. It does nothing when the
   document has moved on to a newer version (that write enqueued its own task) or is gone,
   and nothing the second time: it is idempotent.
 - A vector is tagged with :func:`provider_key`; recall only compares vectors of the current
@@ -26,7 +26,8 @@ dropped passages meanwhile leaves it nothing to overwrite.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 
@@ -36,18 +37,27 @@ from django.db.models import Q
 from memoryhub.chunking import Passage as Chunk
 from memoryhub.chunking import split_passages
 from memoryhub.infra.db import halfvec_literal
-from memoryhub.infra.embeddings import EmbeddingProvider, get_provider, provider_key
+from memoryhub.infra.embeddings import (
+    EmbeddingError,
+    EmbeddingProvider,
+    get_provider,
+    provider_key,
+)
 from memoryhub.infra.publisher import embedding_enqueue, record_embedding_enqueue
 from memoryhub.models import Fact, MemoryDocument, Message, Passage
 from memoryhub.store.passages import (
+    embedding_catch_up_claim,
     passage_vectors,
     passage_vectors_store,
     passages_delete,
     passages_insert,
     passages_of_document,
     passages_rewrite,
+    vectors_only_commit,
 )
 from memoryhub.store.recall import record_vectors_store
+
+logger = logging.getLogger(__name__)
 
 
 def document_passages_rebuild(*, document: MemoryDocument, created: bool = False) -> None:
@@ -144,7 +154,7 @@ def _needs_vector(key: str) -> Q:
     return Q(embedding__isnull=True) | ~Q(embedding_provider=key)
 
 
-def passages_embed(*, passages: Sequence[Passage], provider: EmbeddingProvider) -> int:
+def passages_embed(passages: Sequence[Passage], *, provider: EmbeddingProvider) -> int:
     """Embed ``passages`` in one provider call and store the vectors; returns how many."""
     if not passages:
         return 0
@@ -159,17 +169,63 @@ def passages_embed(*, passages: Sequence[Passage], provider: EmbeddingProvider) 
 
 def document_embed(*, document_id: int, version: int) -> int:
     """Give vectors to that version's passages that lack a current one; returns how many."""
-    current = MemoryDocument.objects.filter(pk=document_id).values_list("version", flat=True)
-    if list(current) != [version]:
-        return 0  # deleted, or rewritten: the newer write enqueued its own task
+    return documents_embed(documents=[(document_id, version)])
+
+
+def documents_embed(*, documents: Sequence[tuple[int, int]], catch_up: bool = False) -> int:
+    """:func:`document_embed` for several (document id, version) of the tenant in one provider
+    call and one statement of each kind: a worker's message carries several writes, and a
+    query, a provider call and a commit per document cost it ten times the embedding itself.
+    A document whose version moved on or that is gone is left out.
+
+    ``catch_up`` (the tasks): also up to CATCH_UP other passages of the tenant still without
+    a vector, written by writes whose own message is still queued (see "Catching up")."""
+    versions: dict[int, int] = {}
+    for pk, version in documents:  # the newest asked for: an older one is no longer current
+        versions[pk] = max(version, versions.get(pk, version))
+    current = dict(MemoryDocument.objects.filter(pk__in=versions).values_list("pk", "version"))
+    wanted = {pk: version for pk, version in versions.items() if current.get(pk) == version}
     provider = get_provider()
-    pending = list(
-        Passage.objects.filter(document_id=document_id, document_version=version)
+    candidates = (
+        Passage.objects.filter(document_id__in=wanted)
         .filter(_needs_vector(provider_key(provider)))
-        .order_by("ordinal")
-        .only("id", "text")
-    )
-    return passages_embed(passages=pending, provider=provider)
+        .order_by("document_id", "ordinal")
+        .only("id", "text", "document_id", "document_version")
+    ) if wanted else []
+    own = [p for p in candidates if wanted[p.document_id] == p.document_version]
+    others: list[Passage] = []
+    if catch_up and embedding_catch_up_claim(kind="passages"):
+        others = list(Passage.objects.filter(embedding__isnull=True)
+                      .exclude(id__in=[p.pk for p in own]).order_by("id")
+                      .only("id", "text")[:CATCH_UP])
+    if own or others:
+        vectors_only_commit()
+    return _own_and_waiting_embed(own, others, partial(passages_embed, provider=provider))
+
+
+# --- Catching up -------------------------------------------------------------------------------
+#
+# A worker's cost is mostly per message (a task, a transaction), so a burst of writes can
+# enqueue messages faster than it takes them; each write's vector would then wait for the
+# messages ahead of its own. So an embedding task also takes what is waiting in its tenant
+# (rows without a vector, through the partial indexes ``*_unembedded``), up to CATCH_UP a
+# kind: the first task the worker runs after a write commits gives it its vector, and the
+# messages behind find little left to do. One task per tenant and kind catches up at a time
+# (a transaction-level advisory lock), so two worker processes do not embed the same rows.
+# A provider that refuses the batch is asked again for the task's own rows alone: a row it
+# always refuses keeps failing only its own task, as before.
+
+CATCH_UP = 500
+
+
+def _own_and_waiting_embed(own: list, others: list, embed: Callable[..., int]) -> int:
+    if others:
+        try:
+            return embed([*own, *others])
+        except EmbeddingError as error:
+            logger.warning("embedding %d waiting rows with a task's own %d failed (%s); "
+                           "the task's own alone", len(others), len(own), error)
+    return embed(own)
 
 
 def passages_stale_count(*, provider: EmbeddingProvider) -> int:
@@ -227,7 +283,9 @@ def record_embedding_schedule(*, tenant_id: int, kind: str, record_id: object) -
     )
 
 
-def _records_embed(kind: str, rows: Sequence[tuple[object, str]], provider: EmbeddingProvider) -> int:
+def _records_embed(
+    kind: str, rows: Sequence[tuple[object, str]], *, provider: EmbeddingProvider,
+) -> int:
     if not rows:
         return 0
     texts = [text if kind == "fact" else text[:MESSAGE_EMBED_CHARS] for _, text in rows]
@@ -241,14 +299,39 @@ def _records_embed(kind: str, rows: Sequence[tuple[object, str]], provider: Embe
 def record_embed(*, kind: str, record_id: str) -> int:
     """The vectors a fact or a conversation's messages lack (of the current provider);
     returns how many were stored. Idempotent: a second run finds nothing to do."""
+    return records_embed(items=[(kind, record_id)])
+
+
+def records_embed(*, items: Sequence[tuple[str, str]], catch_up: bool = False) -> int:
+    """:func:`record_embed` for several ("fact" or "conversation", id) of the tenant: one
+    query and one provider call per kind, as :func:`documents_embed` does for documents, and
+    with ``catch_up`` the facts and messages still waiting in the tenant too."""
     provider = get_provider()
     stale = _needs_vector(provider_key(provider))
-    if kind == "fact":
-        rows = list(Fact.objects.filter(stale, id=record_id).values_list("id", "content"))
-        return _records_embed("fact", rows, provider)
-    rows = list(Message.objects.filter(stale, conversation_id=record_id).order_by("seq")
-                .values_list("id", "content"))
-    return _records_embed("message", rows, provider)
+    facts = [pk for kind, pk in items if kind == "fact"]
+    conversations = [pk for kind, pk in items if kind != "fact"]
+    own_facts = list(Fact.objects.filter(stale, id__in=facts).order_by("id")
+                     .values_list("id", "content")) if facts else []
+    own_messages = list(Message.objects.filter(stale, conversation_id__in=conversations)
+                        .order_by("conversation_id", "seq")
+                        .values_list("id", "content")) if conversations else []
+    waiting_facts: list = []
+    waiting_messages: list = []
+    if catch_up and embedding_catch_up_claim(kind="records"):
+        waiting_facts = list(Fact.objects.filter(embedding__isnull=True)
+                             .exclude(id__in=[pk for pk, _ in own_facts]).order_by("id")
+                             .values_list("id", "content")[:CATCH_UP])
+        waiting_messages = list(Message.objects.filter(embedding__isnull=True)
+                                .exclude(id__in=[pk for pk, _ in own_messages]).order_by("id")
+                                .values_list("id", "content")[:CATCH_UP])
+    if own_facts or own_messages or waiting_facts or waiting_messages:
+        vectors_only_commit()
+    return (
+        _own_and_waiting_embed(own_facts, waiting_facts,
+                               partial(_records_embed, "fact", provider=provider))
+        + _own_and_waiting_embed(own_messages, waiting_messages,
+                                 partial(_records_embed, "message", provider=provider))
+    )
 
 
 def records_awaiting_vectors(*, created_before: datetime, limit: int) -> list[tuple[str, str]]:
@@ -273,7 +356,7 @@ def records_reembed_batch(*, provider: EmbeddingProvider, batch_size: int) -> in
     stale = _needs_vector(provider_key(provider))
     facts = list(Fact.objects.filter(stale).order_by("id").values_list("id", "content")[:batch_size])
     if facts:
-        return _records_embed("fact", facts, provider)
+        return _records_embed("fact", facts, provider=provider)
     messages = list(Message.objects.filter(stale).order_by("id")
                     .values_list("id", "content")[:batch_size])
-    return _records_embed("message", messages, provider)
+    return _records_embed("message", messages, provider=provider)

@@ -7,12 +7,15 @@ Contract for receivers (also in the API docs of ``/api/v1/webhooks``):
 - Headers: ``X-MemoryHub-Timestamp`` (Unix seconds of this attempt), ``X-MemoryHub-Signature:
   sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>" keyed with the endpoint's secret>``,
   ``X-MemoryHub-Event`` (type) and ``X-MemoryHub-Delivery`` (stable across retries: use it
-  to drop duplicates). Receivers should compare in constant time and refuse old timestamps.
+  to drop duplicates; numbered per tenant, like event ids). Receivers should compare in constant time and refuse old timestamps.
 - Any 2xx is success. Anything else (or no answer within the timeout) is retried after
   ``retry_base * 2**(attempt-1)`` seconds, at most ``retry_max``; redirects are not followed.
 - An endpoint whose deliveries have all failed for ``disable_after`` (a day) is switched
   off with ``disabled_reason``; its pending deliveries are abandoned (the event feed still
-  has them). An admin switches it back on through the API.
+  has them). An admin switches it back on through the API or the dashboard.
+- A test event (the dashboard's "Send a test event", :func:`webhook_test_send`) is signed
+  and sent the same way, once, with type ``webhook.test``, ``id`` null (it is not in the
+  feed) and ``data: {"webhook_id": <id>}``; its ``X-MemoryHub-Delivery`` is ``test-<hex>``.
 
 Durability: the delivery rows are written in the transaction of the event (an outbox), and
 enqueued on commit; the beat sweep re-enqueues any that are due but whose message was lost.
@@ -49,7 +52,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.errors import echo
-from memoryhub.infra.jobs import DELIVER_WEBHOOK, job_enqueue
+from memoryhub.infra.jobs import DELIVER_WEBHOOK
+from memoryhub.infra.publisher import job_enqueue_soon
 from memoryhub.models import (
     DeliveryStatus,
     EventType,
@@ -69,6 +73,7 @@ TIMESTAMP_HEADER = "X-MemoryHub-Timestamp"
 EVENT_HEADER = "X-MemoryHub-Event"
 DELIVERY_HEADER = "X-MemoryHub-Delivery"
 EVENT_TYPES = tuple(EventType.values)
+TEST_EVENT_TYPE = "webhook.test"
 MIN_SECRET_LENGTH = 16
 _MAX_ERROR = 500
 
@@ -217,18 +222,19 @@ def deliveries_enqueue(*, tenant_id: int, delivery_ids: list[int]) -> None:
 
 
 def _enqueue(*, tenant_id: int, delivery_id: int, countdown: float = 0) -> None:
-    try:
-        job_enqueue(name=DELIVER_WEBHOOK, countdown=countdown,
-                    kwargs={"tenant_id": tenant_id, "delivery_id": delivery_id})
-    except Exception:
-        logger.exception("could not enqueue webhook delivery %s; the sweep will", delivery_id)
+    # From the publisher's thread: a request does not wait for the broker, and a message
+    # that cannot be sent is logged there and sent again by the webhooks sweep.
+    job_enqueue_soon(name=DELIVER_WEBHOOK, countdown=countdown,
+                     kwargs={"tenant_id": tenant_id, "delivery_id": delivery_id})
 
 
 def deliveries_due(*, now: datetime, limit: int) -> list[int]:
-    """Pending deliveries due more than a minute ago (their own message should have run)."""
+    """Pending deliveries due more than WEBHOOKS_SWEEP_GRACE ago (a minute: their own
+    message should have run)."""
+    grace = timedelta(seconds=settings.WEBHOOKS_SWEEP_GRACE)
     return list(
         WebhookDelivery.objects.filter(
-            status=DeliveryStatus.PENDING, next_attempt_at__lt=now - timedelta(minutes=1)
+            status=DeliveryStatus.PENDING, next_attempt_at__lt=now - grace
         )
         .order_by("next_attempt_at")
         .values_list("id", flat=True)[:limit]
@@ -251,20 +257,21 @@ class Attempt:
         return self.status is not None and 200 <= self.status < 300
 
 
-def _post(*, endpoint: WebhookEndpoint, delivery: WebhookDelivery) -> Attempt:
+def _post(*, endpoint: WebhookEndpoint, body: bytes, event_type: str,
+          delivery_id: str) -> Attempt:
+    """One signed POST of ``body`` to the endpoint; what came of it."""
     try:
         webhook_url_check(endpoint.url)
     except WebhookUrlError as exc:
         return Attempt(None, str(exc))
-    body = event_payload(delivery.event)
     timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
         "User-Agent": "MemoryHub-Webhooks/1",
         TIMESTAMP_HEADER: str(timestamp),
         SIGNATURE_HEADER: signature(secret=endpoint.secret, timestamp=timestamp, body=body),
-        EVENT_HEADER: delivery.event.type,
-        DELIVERY_HEADER: str(delivery.pk),
+        EVENT_HEADER: event_type,
+        DELIVERY_HEADER: delivery_id,
     }
     try:
         response = httpx.post(endpoint.url, content=body, headers=headers,
@@ -295,9 +302,34 @@ def webhook_deliver(*, delivery_id: int) -> str:
         delivery.status = DeliveryStatus.ABANDONED
         delivery.save(update_fields=["status"])
         return delivery.status
-    attempt = _post(endpoint=delivery.endpoint, delivery=delivery)
+    attempt = _post(endpoint=delivery.endpoint, body=event_payload(delivery.event),
+                    event_type=delivery.event.type,
+                    delivery_id=str(delivery.seq))  # the tenant's own number, like event ids
     _attempt_record(delivery=delivery, attempt=attempt, now=timezone.now())
     return delivery.status
+
+
+def sample_event_payload(*, endpoint: WebhookEndpoint, now: datetime) -> bytes:
+    """A test event: the feed item's keys, with nothing of the feed in them."""
+    item = {"id": None, "type": TEST_EVENT_TYPE, "created_at": now, "actor": None,
+            "user_id": None, "data": {"webhook_id": endpoint.pk}}
+    return json.dumps(item, cls=DjangoJSONEncoder, separators=(",", ":")).encode()
+
+
+def webhook_test_send(*, tenant: Tenant, endpoint: WebhookEndpoint, actor: str) -> Attempt:
+    """POST a test event to the endpoint now, once, and say what came of it.
+
+    Sent whether the endpoint is on or off, so that an admin can check a fix before
+    switching it back on. It is no delivery: nothing is retried, the endpoint's failure
+    record (which decides when it is switched off) is left alone, and the audit log keeps
+    the outcome. The caller waits for the answer, at most the webhook timeout.
+    """
+    body = sample_event_payload(endpoint=endpoint, now=timezone.now())
+    attempt = _post(endpoint=endpoint, body=body, event_type=TEST_EVENT_TYPE,
+                    delivery_id=f"test-{secrets.token_hex(8)}")
+    audit_record(tenant=tenant, actor=actor, action="webhook.tested", target=endpoint.url,
+                 data={"id": endpoint.pk, "status": attempt.status, "error": attempt.error})
+    return attempt
 
 
 def _attempt_record(*, delivery: WebhookDelivery, attempt: Attempt, now: datetime) -> None:

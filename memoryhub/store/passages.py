@@ -146,3 +146,31 @@ def passage_vectors_store(
             "tenant": tenant, "key": provider, "ids": ids, "texts": texts,
             "embeddings": embeddings,
         })
+
+
+def vectors_only_commit() -> None:
+    """Let the current transaction's commit return before its WAL is on disk.
+
+    Only for a transaction that writes vectors and nothing else (the embedding tasks): the
+    flush cost the worker more than the statements, and a crash can lose only the last
+    vectors, whose passages, facts and messages the embeddings sweep finds again. Never a
+    write of the service's own data: the setting ends with the transaction.
+    """
+    tenant_id()  # inside a tenant's transaction, like every statement here
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO off")
+
+
+# First keys of the two-key advisory locks (memoryhub/store/events.py has 7_001): one
+# embedding task per tenant and kind catches up on what waits (services.passages).
+_CATCH_UP_NAMESPACES = {"passages": 7_002, "records": 7_003}
+
+
+def embedding_catch_up_claim(*, kind: str) -> bool:
+    """Take the tenant's catch-up lock for ``kind`` ("passages" or "records") until the
+    transaction ends; False, at once, when another transaction holds it."""
+    tenant = tenant_id()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)",
+                       [_CATCH_UP_NAMESPACES[kind], tenant])
+        return bool(cursor.fetchone()[0])

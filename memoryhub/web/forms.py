@@ -177,10 +177,18 @@ class TenantSettingsForm(forms.Form):
         return cleaned
 
 
+def _on_off() -> forms.TypedChoiceField:
+    """A switch's field: "on" or "off", read as a bool."""
+    return forms.TypedChoiceField(choices=[("on", "on"), ("off", "off")],
+                                  coerce=lambda v: v == "on")
+
+
 class MemoryToggleForm(forms.Form):
-    memory_enabled = forms.TypedChoiceField(
-        choices=[("on", "on"), ("off", "off")], coerce=lambda v: v == "on"
-    )
+    memory_enabled = _on_off()
+
+
+class WebhookSwitchForm(forms.Form):
+    enabled = _on_off()
 
 
 def _profile_name(value: str) -> None:
@@ -221,5 +229,11 @@ class PeopleSearchForm(forms.Form):
 
 
 class FactEditForm(forms.Form):
-    content = forms.CharField(strip=True, widget=forms.Textarea(attrs={"rows": 2}))
+    content = forms.CharField(strip=True, widget=forms.Textarea(attrs={"rows": 2}),
+                              error_messages={"required": "Write the fact to save."})
+    # The version the form was rendered with: the save refuses if the fact moved on.
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+
+# Marking a fact no longer true or deleting it: the version the page showed, when sent.
+FactChangeForm = DocumentDeleteForm

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, F, QuerySet, Sum
 from django.utils import timezone
 
 from memoryhub.models import (
@@ -24,8 +24,12 @@ from memoryhub.models import (
     Message,
     Profile,
     Scope,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 from memoryhub.selectors.conversations import conversations_per_person
+from memoryhub.selectors.usage import DayUsage, usage_day, usage_days
+from memoryhub.services.webhooks import secret_masked
 from tenants.context import web_user_context
 from tenants.models import ApiKey, AuditEntry, Invitation, Membership
 
@@ -117,13 +121,20 @@ class ScopeTotals:
     bytes: int
 
 
+USAGE_DAYS = 30  # the overview's charts
+
+
 @dataclass(frozen=True)
 class Overview:
     end_users: int
     scopes: list[ScopeTotals]
-    writes_today: int
     pressure_7d: int
     recent: list[MemoryEvent]
+    usage: list[DayUsage]  # the last USAGE_DAYS days, today last
+
+    @property
+    def writes_today(self) -> int:
+        return self.usage[-1].writes
 
     @property
     def documents(self) -> int:
@@ -136,7 +147,6 @@ class Overview:
 
 def tenant_overview() -> Overview:
     now = timezone.now()
-    start_of_day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     totals = {
         row["scope"]: row
         for row in MemoryDocument.objects.values("scope").annotate(
@@ -148,18 +158,16 @@ def tenant_overview() -> Overview:
                     totals.get(scope, {}).get("bytes") or 0)
         for scope in SCOPE_ORDER
     ]
-    events = MemoryEvent.objects.aggregate(
-        writes_today=Count("id", filter=Q(type=EventType.CHANGED, created_at__gte=start_of_day)),
-        pressure_7d=Count(
-            "id", filter=Q(type=EventType.PRESSURE, created_at__gte=now - timedelta(days=7))
-        ),
-    )
+    pressure_7d = MemoryEvent.objects.filter(
+        type=EventType.PRESSURE, created_at__gte=now - timedelta(days=7)
+    ).count()
+    stored = sum(s.bytes for s in scopes)
     return Overview(
         end_users=EndUser.objects.count(),
         scopes=scopes,
-        writes_today=events["writes_today"],
-        pressure_7d=events["pressure_7d"],
-        recent=list(MemoryEvent.objects.filter(type=EventType.CHANGED).order_by("-id")[:10]),
+        pressure_7d=pressure_7d,
+        recent=list(MemoryEvent.objects.filter(type=EventType.CHANGED).order_by("-seq")[:10]),
+        usage=usage_days(last=usage_day(now), days=USAGE_DAYS, stored_today=stored),
     )
 
 
@@ -202,6 +210,34 @@ def audit_entries() -> QuerySet[AuditEntry]:
     return AuditEntry.objects.order_by("-created_at", "-id")
 
 
+RECENT_DELIVERIES = 10  # per endpoint, on the webhooks page
+
+
+@dataclass(frozen=True)
+class WebhookRow:
+    """An endpoint on the webhooks page, with its latest deliveries (newest first)."""
+
+    endpoint: WebhookEndpoint
+    deliveries: list[WebhookDelivery]
+
+    @property
+    def secret_hint(self) -> str:
+        return secret_masked(self.endpoint.secret)
+
+
+def webhook_row(endpoint: WebhookEndpoint) -> WebhookRow:
+    # Deliveries are written with their event, so the event's id orders them, and the
+    # (tenant, endpoint, event) unique index reads the latest few backwards.
+    deliveries = (WebhookDelivery.objects.filter(endpoint=endpoint).select_related("event")
+                  .order_by("-event_id")[:RECENT_DELIVERIES])
+    return WebhookRow(endpoint=endpoint, deliveries=list(deliveries))
+
+
+def webhook_rows() -> list[WebhookRow]:
+    """Every endpoint, oldest first (at most 20: the API's limit), one query each."""
+    return [webhook_row(e) for e in WebhookEndpoint.objects.order_by("created_at", "id")]
+
+
 @dataclass(frozen=True)
 class AugmentationStatus:
     """The dashboard's augmentation card: the tenant's switch, the deployment's provider,
@@ -216,10 +252,17 @@ class AugmentationStatus:
 RECENT_FAILURES = 10
 
 
+def conversations_waiting() -> QuerySet[Conversation]:
+    """The tenant's conversations with messages after augmentation's cursor: the rows of the
+    partial index ``conversation_waiting``, so counting them costs the backlog, not the
+    tenant's history (``make bench-backlog``)."""
+    return Conversation.objects.filter(message_count__gt=F("augmented_seq"))
+
+
 def augmentation_status(*, enabled: bool) -> AugmentationStatus:
     return AugmentationStatus(
         enabled=enabled, provider=settings.AUGMENTATION_PROVIDER,
-        backlog=Conversation.objects.filter(message_count__gt=F("augmented_seq")).count(),
+        backlog=conversations_waiting().count(),
         failures=list(AugmentationFailure.objects.order_by("-created_at", "-id")[:RECENT_FAILURES]),
     )
 
@@ -260,19 +303,27 @@ class PersonFacts:
     invalid: list[FactRow]
 
 
-def person_facts(*, end_user: EndUser) -> PersonFacts:
-    """Two queries: the facts, then where their source messages are."""
-    facts = list(Fact.objects.filter(end_user=end_user).order_by("-id"))
+def _fact_rows(end_user: EndUser, facts: list[Fact]) -> list[FactRow]:
+    """Each fact with where its source messages are (one query for them all)."""
     ids = {m for f in facts for m in (f.source or {}).get("message_ids") or []}
     located = {str(m_id): FactSource(conversation_id, m_id, seq) for m_id, conversation_id, seq in
                Message.objects.filter(end_user=end_user, id__in=list(ids))
                .values_list("id", "conversation_id", "seq")}
+    return [FactRow(f, [located[m] for m in (f.source or {}).get("message_ids") or []
+                        if m in located]) for f in facts]
 
-    def row(fact: Fact) -> FactRow:
-        found = [located[m] for m in (fact.source or {}).get("message_ids") or [] if m in located]
-        return FactRow(fact, found)
-    valid = [row(f) for f in facts if f.invalid_at is None]
+
+def person_facts(*, end_user: EndUser) -> PersonFacts:
+    """Two queries: the facts, then where their source messages are."""
+    rows = _fact_rows(end_user, list(Fact.objects.filter(end_user=end_user).order_by("-id")))
+    valid = [r for r in rows if r.fact.invalid_at is None]
     groups = [FactGroup(kind, label, [r for r in valid if r.fact.type == kind])
               for kind, label in FACT_GROUP_LABELS.items()]
     return PersonFacts(groups=[g for g in groups if g.rows],
-                       invalid=[row(f) for f in facts if f.invalid_at is not None])
+                       invalid=[r for r in rows if r.fact.invalid_at is not None])
+
+
+def person_fact(*, end_user: EndUser, fact: Fact) -> FactRow:
+    """One fact as its section shows it (its partial, alone)."""
+    [row] = _fact_rows(end_user, [fact])
+    return row

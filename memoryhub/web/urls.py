@@ -17,6 +17,7 @@ person_urls = [
          {"folded": True}, name="conversation_fold"),
     path("conversations/<uuid:conversation_id>/delete", person.conversation_delete_view,
          name="conversation_delete"),
+    path("facts/<uuid:fact_id>/", person.fact_show, name="fact_show"),
     path("facts/<uuid:fact_id>/edit", person.fact_edit, name="fact_edit"),
     path("facts/<uuid:fact_id>/invalidate", person.fact_invalidate, name="fact_invalidate"),
     path("facts/<uuid:fact_id>/delete", person.fact_delete_view, name="fact_delete"),
@@ -44,6 +45,9 @@ tenant_urls = [
     path("people/<id:pk>/portal-link", dashboard.person_portal_link,
          name="tenant_person_portal_link"),
     path("audit", dashboard.audit, name="tenant_audit"),
+    path("webhooks", dashboard.webhooks, name="tenant_webhooks"),
+    path("webhooks/<id:pk>/switch", dashboard.webhook_switch, name="tenant_webhook_switch"),
+    path("webhooks/<id:pk>/test", dashboard.webhook_test, name="tenant_webhook_test"),
 ]
 
 urlpatterns = [

@@ -16,7 +16,7 @@ def record_changes(kit, count: int, user_id: str = "alice") -> list[int]:
     with tenant_context(kit.tenant.id):
         return [
             changed_event(tenant_id=kit.tenant.id, user_id=user_id, actor="app",
-                          change="created", path=f"/n{i}.md", scope="global").id
+                          change="created", path=f"/n{i}.md", scope="global").seq
             for i in range(count)
         ]
 
@@ -27,8 +27,8 @@ def test_events_come_oldest_first_with_the_contract_fields(acme, globex) -> None
         pressure = pressure_event(tenant_id=acme.tenant.id, user_id="alice", actor="assistant",
                                   scope="session", scope_key="s1", used_bytes=900, limit_bytes=1000)
     body = acme.client.get("/api/v1/events").json()
-    assert [e["id"] for e in body["events"]] == [*ids, pressure.id]
-    assert body["next_cursor"] == pressure.id  # the cursor of the last event
+    assert [e["id"] for e in body["events"]] == [*ids, pressure.seq]
+    assert body["next_cursor"] == pressure.seq  # the cursor of the last event
     first, last = body["events"][0], body["events"][-1]
     assert set(first) == {"id", "type", "created_at", "actor", "user_id", "data"}
     assert first["type"] == "memory.changed"
@@ -69,12 +69,40 @@ def test_default_limit_is_100(acme, globex) -> None:
 
 
 def test_a_tenant_sees_only_its_own_events(acme, globex) -> None:
-    acme_ids = record_changes(acme, 3)
+    record_changes(acme, 3)
     globex_ids = record_changes(globex, 2, user_id="bob")
     assert [e["id"] for e in globex.client.get("/api/v1/events").json()["events"]] == globex_ids
-    # An acme cursor does not open acme's feed to globex.
-    after = globex.client.get("/api/v1/events", {"after": acme_ids[0] - 1}).json()
-    assert {e["id"] for e in after["events"]} <= set(globex_ids)
+    assert {e["user_id"] for e in globex.client.get("/api/v1/events").json()["events"]} == {"bob"}
+
+
+def test_each_tenant_numbers_its_own_events(acme, globex) -> None:
+    """Ids drawn from one sequence for every tenant would let a tenant estimate the others'
+    volume from the gaps between its own ids."""
+    first = record_changes(acme, 2)
+    record_changes(globex, 5, user_id="bob")
+    then = record_changes(acme, 2)
+    assert first + then == [1, 2, 3, 4]  # globex's five events in between left no gap
+    feed = globex.client.get("/api/v1/events").json()
+    assert ([e["id"] for e in feed["events"]], feed["next_cursor"]) == ([1, 2, 3, 4, 5], 5)
+    # Both feeds have an event 3: globex's cursor reads globex's own events only.
+    after = globex.client.get("/api/v1/events", {"after": 2}).json()["events"]
+    assert [(e["id"], e["user_id"]) for e in after] == [(3, "bob"), (4, "bob"), (5, "bob")]
+
+
+def test_a_forgotten_persons_numbers_are_never_given_again(acme, globex) -> None:
+    """Forgetting deletes the person's events, the latest ones included; a consumer's cursor
+    may be past them, so the feed goes on above them (a counter, not max + 1)."""
+    record_changes(acme, 1, user_id="bob")
+    for path in ("/a.md", "/b.md", "/c.md"):  # events 2-4, alice's
+        acme.client.post("/api/v1/users/alice/memory", {
+            "command": "create", "path": f"/memories{path}", "file_text": "x"}, format="json")
+    cursor = acme.client.get("/api/v1/events").json()["next_cursor"]
+    assert cursor == 4
+    assert acme.client.delete("/api/v1/users/alice").status_code == 204
+    page = acme.client.get("/api/v1/events", {"after": cursor}).json()
+    assert [(e["id"], e["data"]["change"]) for e in page["events"]] == [(5, "forgotten")]
+    assert record_changes(acme, 1) == [6]
+    assert [e["id"] for e in acme.client.get("/api/v1/events").json()["events"]] == [1, 5, 6]
 
 
 @pytest.mark.parametrize("query", [

@@ -5,22 +5,23 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.core import signing
+from django.db.models import Q
 from django.test import override_settings
 from django.utils import timezone
 
 from memoryhub.models import (
     EndUser,
-    MemoryDocument,
     MemoryEvent,
     Passage,
     PortalLink,
     WebhookDelivery,
     WebhookEndpoint,
-    WriteTally,
 )
 from memoryhub.services.people import PORTAL_LINK_SALT, portal_link_redeem
 from tenants.context import tenant_context
+from tenants.models import ApiKey, AuditEntry
 from tests.api.helpers import put_doc
+from tests.tenant_rows import person_lookups, seed_every_tenant_table
 
 USERS = "/api/v1/users"
 
@@ -38,16 +39,21 @@ def seed_person(kit, user: str = "alice") -> None:
 
 
 def rows_about(kit, user: str) -> dict[str, int]:
+    """The person's rows in every table that holds a person's rows (found from the schema:
+    tests/tenant_rows.py), by model name."""
     with tenant_context(kit.tenant.id):
-        return {
-            "end_users": EndUser.objects.filter(user_id=user).count(),
-            "documents": MemoryDocument.objects.filter(end_user__user_id=user).count(),
-            "passages": Passage.objects.filter(end_user__user_id=user).count(),
-            "tallies": WriteTally.objects.filter(end_user__user_id=user).count(),
-            "portal_links": PortalLink.objects.filter(end_user__user_id=user).count(),
-            "events": MemoryEvent.objects.filter(user_id=user).count(),
-            "deliveries": WebhookDelivery.objects.filter(event__user_id=user).count(),
-        }
+        return {model.__name__: model.objects.filter(**{lookup: user}).count()
+                for model, lookup in person_lookups().items()}
+
+
+# What forget-everything leaves of a person, in the tables that hold a person's rows: the one
+# `forgotten` event and its webhook deliveries (so feed and webhook consumers drop their
+# copies), and keys bound to the person (the binding outlives forget-everything: README).
+LEFT_AFTER_FORGETTING = {
+    MemoryEvent: Q(type="memory.changed", data__change="forgotten"),
+    WebhookDelivery: Q(event__data__change="forgotten"),
+    ApiKey: Q(pk__isnull=False),  # all of them
+}
 
 
 EMPTY = {"documents": {"session": 0, "profile": 0, "global": 0, "total": 0}, "bytes": 0,
@@ -73,7 +79,7 @@ def test_an_unknown_person_reads_as_empty_not_404(acme, globex) -> None:
         response = kit.client.get(f"{USERS}/nobody" if kit is acme else f"{USERS}/alice")
         assert response.status_code == 200
         assert response.json() == {"user_id": response.json()["user_id"], **EMPTY}
-    assert rows_about(globex, "alice")["end_users"] == 0  # reading created nobody
+    assert rows_about(globex, "alice")["EndUser"] == 0  # reading created nobody
 
 
 def test_invalid_user_id_is_400_everywhere(acme, globex) -> None:
@@ -145,13 +151,12 @@ def test_delete_forgets_every_row_and_leaves_one_contentless_event(acme, globex)
     seed_person(globex)
     acme.client.post(f"{USERS}/alice/portal-link")
     before = rows_about(acme, "alice")
-    assert before["documents"] == before["events"] == before["deliveries"] == 5
-    assert before["passages"] >= 5 and before["portal_links"] == 1
+    assert before["MemoryDocument"] == before["MemoryEvent"] == before["WebhookDelivery"] == 5
+    assert before["Passage"] >= 5 and before["PortalLink"] == 1
     response = acme.client.delete(f"{USERS}/alice")
     assert response.status_code == 204
-    assert rows_about(acme, "alice") == {"end_users": 0, "documents": 0, "passages": 0,
-                                         "tallies": 0, "portal_links": 0, "events": 1,
-                                         "deliveries": 1}
+    assert rows_about(acme, "alice") == {name: 0 for name in before} | {
+        "MemoryEvent": 1, "WebhookDelivery": 1}
     feed = acme.client.get("/api/v1/events", {"limit": 1000}).json()["events"]
     left = [e for e in feed if e["user_id"] == "alice"]
     assert [(e["type"], e["actor"], e["data"]) for e in left] == [
@@ -159,14 +164,56 @@ def test_delete_forgets_every_row_and_leaves_one_contentless_event(acme, globex)
          {"change": "forgotten", "path": None, "scope": None, "scope_key": None})]
     assert not any("/notes/diet.md" in str(e["data"]) for e in feed if e["user_id"] != "bob")
     # Nobody else lost anything.
-    assert rows_about(acme, "bob")["documents"] == 5
-    assert rows_about(globex, "alice")["documents"] == 5
+    assert rows_about(acme, "bob")["MemoryDocument"] == 5
+    assert rows_about(globex, "alice")["MemoryDocument"] == 5
     assert acme.client.get(f"{USERS}/alice").json() == {"user_id": "alice", **EMPTY}
     # Forgetting again, or a stranger, is a 204 that records nothing.
     assert acme.client.delete(f"{USERS}/alice").status_code == 204
     assert acme.client.delete(f"{USERS}/stranger").status_code == 204
-    assert rows_about(acme, "alice")["events"] == 1
-    assert rows_about(acme, "stranger")["events"] == 0
+    assert rows_about(acme, "alice")["MemoryEvent"] == 1
+    assert rows_about(acme, "stranger")["MemoryEvent"] == 0
+
+
+def test_forgetting_empties_every_table_that_holds_a_persons_rows(acme, globex) -> None:
+    """A row in every tenant table for alice and for bob, in both tenants (found from the
+    models, so a table added later is covered): forgetting acme's alice leaves only
+    LEFT_AFTER_FORGETTING of her, and everyone else's rows as they were."""
+    for kit in (acme, globex):
+        for user in ("alice", "bob"):
+            seed_every_tenant_table(kit.tenant, user)
+    assert set(LEFT_AFTER_FORGETTING) <= set(person_lookups())
+    before = {(kit.tenant.slug, user): rows_about(kit, user)
+              for kit in (acme, globex) for user in ("alice", "bob")}
+    assert all(before[("acme", "alice")].values()), before  # every such table holds her rows
+    assert acme.client.delete(f"{USERS}/alice").status_code == 204
+    with tenant_context(acme.tenant.id):
+        for model, lookup in person_lookups().items():
+            left = model.objects.filter(**{lookup: "alice"})
+            kept = LEFT_AFTER_FORGETTING.get(model)
+            assert not (left.exclude(kept) if kept is not None else left).exists(), model.__name__
+    assert rows_about(acme, "alice")["MemoryEvent"] == 1  # the `forgotten` event
+    assert rows_about(acme, "alice")["ApiKey"] == before[("acme", "alice")]["ApiKey"]
+    for kit, user in ((acme, "bob"), (globex, "alice"), (globex, "bob")):
+        assert rows_about(kit, user) == before[(kit.tenant.slug, user)], (kit.tenant.slug, user)
+
+
+def test_the_audit_log_keeps_who_forgot_the_person_and_nothing_they_said(acme, globex) -> None:
+    """README, "Forget everything": the audit log records admins' actions, by the person's
+    user_id, and keeps them; the forgetting adds its own entry, whoever forgets."""
+    seed_person(acme)
+    seed_person(acme, "bob")
+    acme.client.post("/api/v1/keys", {"name": "alice's phone", "user_id": "alice"}, format="json")
+    key = acme.client.get("/api/v1/keys").json()["keys"][-1]  # acme's full key, the oldest
+    assert acme.client.delete(f"{USERS}/alice").status_code == 204
+    assert acme.client.delete(f"{USERS}/alice").status_code == 204  # nothing left: no entry
+    with tenant_context(acme.tenant.id):
+        entries = list(AuditEntry.objects.order_by("id").values("actor", "action", "target",
+                                                                "data"))
+    about_alice = [(e["action"], e["target"]) for e in entries if "alice" in str(e)]
+    assert about_alice == [("api_key.created", about_alice[0][1]),
+                           ("end_user.forgotten", "alice")]
+    assert entries[-1]["actor"] == f"api-key:{key['masked'].split('_')[2]}"
+    assert not any(text in str(entries) for text in ("Vegetarian", "Soup", "diet.md"))
 
 
 def test_a_forgotten_person_can_start_again_from_nothing(acme, globex) -> None:

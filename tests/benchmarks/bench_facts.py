@@ -30,8 +30,6 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -40,29 +38,20 @@ import httpx
 import numpy as np
 
 from tests.benchmarks.bench_recall import setup_django
-from tests.benchmarks.benchserver import bench_env, gunicorn, machine_speed, manage, percentile
+from tests.benchmarks.benchserver import (
+    bench_env,
+    gunicorn,
+    machine_speed,
+    manage,
+    percentile,
+    start_worker,
+)
 
 DB_NAME = "bench_facts"
 DATA = Path(__file__).parent / "data" / "recall_quality.json"
 KS = (1, 3, 5)
 CITIES = ("Lisbon", "Porto", "Madrid", "Berlin", "Paris", "Tokyo", "Osaka", "Seoul", "Denver",
           "Austin", "Boston", "Nairobi", "Toronto", "Chicago", "Oslo", "Prague")
-
-
-def start_worker(env: dict[str, str]) -> subprocess.Popen:
-    log = Path(env.get("MEMORYHUB_DATA_DIR", "var")) / "bench-facts-worker.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    out = log.open("w")
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--loglevel", "INFO",
-         "--concurrency", "2", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        env={**env, "DB_POOL": "0"}, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while " ready." not in log.read_text():
-        if worker.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the worker did not start:\n{log.read_text()}")
-        time.sleep(0.1)
-    return worker
 
 
 def capture(client: httpx.Client, user: str, messages: list[dict], session: str = "s1") -> dict:
@@ -213,7 +202,7 @@ def main() -> None:
     tenant = Tenant.objects.create(slug="bench-facts", name="Bench facts")
     key = api_key_create(tenant=tenant, name="bench-facts", permissions=["memory"]).plaintext
     print(machine_speed(env), flush=True)
-    worker = start_worker(env)
+    worker = start_worker(env, "bench-facts-worker.log")
     try:
         with gunicorn(env, workers=2, threads=2) as base, httpx.Client(
                 base_url=base, timeout=30, headers={"Authorization": f"Bearer {key}"}) as client:

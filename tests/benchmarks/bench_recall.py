@@ -7,7 +7,10 @@
    default limits allow (``max_scope_bytes`` per scope: about 3,600 memories of this size);
    what the Zipf draw gives beyond that goes to the other users. ``--unlimited`` lifts the
    cap, as if every tenant had switched the limit off (the largest user then holds 10% of
-   everything). Texts come from a fixed vocabulary; their
+   everything). With them, ``--facts`` and ``--messages`` (default 20,000 and 80,000; the
+   rows and their load: ``tests.benchmarks.recall_records``) drawn with the same weights,
+   each kind capped at the same number per user, and the queries then recall over every
+   source (``sources``: documents, facts, messages). Texts come from a fixed vocabulary; their
    vectors are the configured hashing provider's, computed on all cores and written with
    binary COPY as the owner role, tenant by tenant (RLS stays forced: each COPY sets
    ``app.tenant_id``), with the full-text vector computed by PostgreSQL on insert.
@@ -17,19 +20,21 @@
    default half the saturated throughput: latency under load with CPU to spare). Each phase
    prints latency percentiles and requests/s at the client, and, from each response's
    ``Server-Timing``, the query's embedding time, the database time and the whole request
-   in the server, so that the embedding can be told apart.
-3. Checks exactness on a sample: the vector ranking of the server's search equals brute
-   force in numpy over every visible passage (float16 vectors, same formula), and each
-   HTTP result's ``similarity`` equals the brute-force cosine.
+   in the server, so that the embedding can be told apart, and the CPU the server used per
+   request (gunicorn and the database, from /proc): on a machine that other work keeps
+   busy, latency measures the queue for the cores far more than what a request costs.
+3. Checks exactness on a sample: the vector ranking of the selector the API calls
+   (``recall_rank``: every source ranked by the store, then merged) equals brute force in
+   numpy over every visible passage, valid fact and message (float16 vectors, same
+   formula), and each HTTP result's ``similarity`` equals the brute-force cosine.
 
-    python -m tests.benchmarks.bench_recall [--n 100000] [--seconds 20] [--clients 4] [--fresh] [--unlimited]
-        [--rate R | --rate-share 0.5]
+    python -m tests.benchmarks.bench_recall [--n 100000] [--facts 20000] [--messages 80000]
+        [--seconds 20] [--clients 4] [--fresh] [--unlimited] [--rate R | --rate-share 0.5]
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import multiprocessing as mp
 import os
 import random
@@ -43,7 +48,15 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import numpy as np
 
-from tests.benchmarks.benchserver import bench_env, gunicorn, machine_speed, manage, percentile
+from tests.benchmarks import recall_records
+from tests.benchmarks.benchserver import (
+    bench_env,
+    gunicorn,
+    machine_speed,
+    manage,
+    percentile,
+    server_cpu_seconds,
+)
 
 DB_NAME = "bench_recall"
 TENANTS = 1_000
@@ -53,6 +66,7 @@ SESSIONS, PROFILES = ("s-0", "s-1", "s-2"), ("p-0", "p-1")
 CHUNK_TENANTS = 50  # tenants per load transaction
 GLOBAL_SHARE = 0.7  # of a user's memories; the rest is session (0.2) and profile (0.1)
 MEAN_MEMORY_BYTES = 92  # of memory_text()
+DEFAULT_FACTS, DEFAULT_MESSAGES = 20_000, 80_000  # with the 100,000 memories: 200,000 rows
 TOPICS = """
 tea coffee espresso matcha vegetarian vegan gluten lactose peanuts shellfish curry pasta sushi
 ramen tacos paella risotto lentils tofu salmon chicken steak salad oatmeal pancakes chocolate
@@ -102,6 +116,13 @@ def memory_text(rng: random.Random, words: Sequence[str]) -> str:
 class Plan:
     tenant_of_user: np.ndarray  # user index -> tenant index
     memories_of_user: np.ndarray  # user index -> how many memories
+    facts_of_user: np.ndarray | None = None  # the same for facts and messages (--facts, --messages)
+    messages_of_user: np.ndarray | None = None
+
+    def rows_of_user(self) -> np.ndarray:
+        """Everything one recall over every source reads, per user."""
+        return sum((a for a in (self.facts_of_user, self.messages_of_user) if a is not None),
+                   self.memories_of_user)
 
 
 def user_cap() -> int:
@@ -116,20 +137,29 @@ def user_cap() -> int:
     return int(0.9 * DEFAULT_LIMITS["max_scope_bytes"] / (MEAN_MEMORY_BYTES * GLOBAL_SHARE))
 
 
-def plan(n: int, *, cap: int | None, seed: int = 42) -> Plan:
-    """Zipf sizes; with ``cap``, what a user would hold beyond it goes to the others."""
+def plan(n: int, *, cap: int | None, facts: int = 0, messages: int = 0, seed: int = 42) -> Plan:
+    """Zipf sizes; with ``cap``, what a user would hold beyond it goes to the others. Facts
+    and messages follow the same weights (who holds many memories says much and is known
+    well), each kind capped at ``cap`` rows per user too."""
     rng = np.random.default_rng(seed)
     tenant_of_user = rng.integers(0, TENANTS, END_USERS)
     weights = 1.0 / np.arange(1, END_USERS + 1) ** ZIPF_EXPONENT
     rng.shuffle(weights)
-    memories = rng.multinomial(n, weights / weights.sum())
-    while cap is not None and (memories > cap).any():
-        full = memories >= cap
-        excess = int((memories[full] - cap).sum())
-        memories[full] = cap
+    memories = _draw(rng, n, weights, cap)
+    return Plan(tenant_of_user=tenant_of_user, memories_of_user=memories,
+                facts_of_user=_draw(rng, facts, weights, cap) if facts else None,
+                messages_of_user=_draw(rng, messages, weights, cap) if messages else None)
+
+
+def _draw(rng: np.random.Generator, n: int, weights: np.ndarray, cap: int | None) -> np.ndarray:
+    counts = rng.multinomial(n, weights / weights.sum())
+    while cap is not None and (counts > cap).any():
+        full = counts >= cap
+        excess = int((counts[full] - cap).sum())
+        counts[full] = cap
         room = np.where(full, 0.0, weights)
-        memories += rng.multinomial(excess, room / room.sum())
-    return Plan(tenant_of_user=tenant_of_user, memories_of_user=memories)
+        counts += rng.multinomial(excess, room / room.sum())
+    return counts
 
 
 def _embed_chunk(texts: list[str]) -> np.ndarray:
@@ -175,6 +205,10 @@ def load(layout: Plan, tenant_ids: list[int], provider_key: str) -> dict[str, fl
     from pgvector.psycopg import register_vector
 
     n = int(layout.memories_of_user.sum())
+    facts_of = _or_zeros(layout.facts_of_user)
+    messages_of = _or_zeros(layout.messages_of_user)
+    records_total = int(facts_of.sum() + messages_of.sum())
+    records_rng = random.Random(11)  # its own: the documents stay those of a plan without records
     started = time.perf_counter()
     embed_seconds = 0.0
     owner = connections["migrate"]
@@ -202,12 +236,16 @@ def load(layout: Plan, tenant_ids: list[int], provider_key: str) -> dict[str, fl
             "CREATE TEMP TABLE st_passage (id bigint, tenant_id bigint, document_id bigint, "
             "end_user_id bigint, scope text, scope_key text, text text, embedding halfvec(384), "
             "created_at timestamptz)")
+        for statement in recall_records.STAGING:
+            cursor.execute(statement)
     next_doc = 0
+    loaded_records = 0
     with mp.Pool() as pool:
         for chunk_start in range(0, TENANTS, CHUNK_TENANTS):
             chunk = range(chunk_start, min(chunk_start + CHUNK_TENANTS, TENANTS))
             rows: dict[int, tuple[list, list, list]] = {}
             texts: list[str] = []
+            records = recall_records.Records()
             for tenant_index in chunk:
                 users, docs, passages = [], [], []
                 tenant_id = tenant_ids[tenant_index]
@@ -226,21 +264,31 @@ def load(layout: Plan, tenant_ids: list[int], provider_key: str) -> dict[str, fl
                                          scope, scope_key, text, len(texts), updated])
                         texts.append(text)
                         next_doc += 1
+                    recall_records.person_records(
+                        records, records_rng, VOCAB, tenant_id=tenant_id,
+                        end_user_id=end_user_id, facts=int(facts_of[u]),
+                        messages=int(messages_of[u]), sessions=SESSIONS, now=now)
                 rows[tenant_index] = (users, docs, passages)
             t0 = time.perf_counter()
-            vectors = embed_all(texts, pool)
+            vectors = embed_all(texts + records.texts, pool)
             embed_seconds += time.perf_counter() - t0
-            _copy_chunk(conn, rows, tenant_ids, vectors, provider_key)
-            done = next_doc
-            print(f"\r  loaded {done:,}/{n:,} memories "
-                  f"({time.perf_counter() - started:.0f} s)", end="", flush=True)
+            _copy_chunk(conn, rows, tenant_ids, vectors, provider_key,
+                        records=records, records_offset=len(texts))
+            loaded_records += len(records.facts) + len(records.messages)
+            print(f"\r  loaded {next_doc:,}/{n:,} memories, {loaded_records:,}/{records_total:,} "
+                  f"facts and messages ({time.perf_counter() - started:.0f} s)", end="", flush=True)
     print()
     with conn.cursor() as cursor:
         cursor.execute("ANALYZE")
     return {"seconds": time.perf_counter() - started, "embed_seconds": embed_seconds}
 
 
-def _copy_chunk(conn, rows, tenant_ids, vectors, provider_key: str) -> None:
+def _or_zeros(counts: np.ndarray | None) -> np.ndarray:
+    return np.zeros(END_USERS, dtype=np.int64) if counts is None else counts
+
+
+def _copy_chunk(conn, rows, tenant_ids, vectors, provider_key: str, *,
+                records: recall_records.Records, records_offset: int) -> None:
     """COPY a chunk into staging tables, then INSERT ... SELECT tenant by tenant.
 
     COPY cannot write into a table with row-level security, and RLS stays forced for the
@@ -263,6 +311,7 @@ def _copy_chunk(conn, rows, tenant_ids, vectors, provider_key: str) -> None:
             for _, _, passages in rows.values():
                 for row in passages:
                     copy.write_row([*row[:7], HalfVector(vectors[row[7]]), row[8]])
+        recall_records.copy_records(cursor, records, vectors, records_offset)
         for tenant_index in rows:
             tenant_id = tenant_ids[tenant_index]
             cursor.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant_id)])
@@ -282,7 +331,9 @@ def _copy_chunk(conn, rows, tenant_ids, vectors, provider_key: str) -> None:
                           length(text), text, to_tsvector('simple', text), embedding, %s,
                           created_at
                    FROM st_passage WHERE tenant_id = %s""", [provider_key, tenant_id])
-        cursor.execute("TRUNCATE st_enduser, st_document, st_passage")
+            recall_records.insert_records(cursor, tenant_id, provider_key)
+        cursor.execute("TRUNCATE st_enduser, st_document, st_passage, st_conversation, st_fact, "
+                       "st_message")
 
 
 # --- the HTTP run --------------------------------------------------------------------------
@@ -295,18 +346,22 @@ class Query:
     body: dict
 
 
-def queries(layout: Plan, keys: dict[int, str], count: int, seed: int = 3) -> list[Query]:
-    """Half uniform over users with memories, half weighted by how much they hold."""
+def queries(layout: Plan, keys: dict[int, str], count: int, sources: list[str],
+            seed: int = 3) -> list[Query]:
+    """Half uniform over users with memories, half weighted by how much they hold (every
+    source's rows counted)."""
     rng = random.Random(seed)
-    holders = [u for u in range(END_USERS) if layout.memories_of_user[u] > 0]
-    weights = [int(layout.memories_of_user[u]) for u in holders]
+    sizes = layout.rows_of_user()
+    holders = [u for u in range(END_USERS) if sizes[u] > 0]
+    weights = [int(sizes[u]) for u in holders]
     picked = [rng.choice(holders) if i % 2 else rng.choices(holders, weights)[0]
               for i in range(count)]
     result = []
     for u in picked:
         words = rng.sample(VOCAB, 2)
         body = {"query": f"{rng.choice(QUERY_OPENERS)} {words[0]} and {words[1]}?",
-                "limit": 10, "session_id": rng.choice(SESSIONS), "profile": rng.choice(PROFILES)}
+                "limit": 10, "session_id": rng.choice(SESSIONS), "profile": rng.choice(PROFILES),
+                "sources": sources}
         result.append(Query(keys[int(layout.tenant_of_user[u])], user_id(u), body))
     return result
 
@@ -383,10 +438,11 @@ def run_http(
     return merged
 
 
-def report(merged: dict, seconds: float) -> None:
+def report(merged: dict, seconds: float, server_cpu: float) -> None:
     requests = len(merged["latency"])
     print(f"{requests:,} requests in {seconds:.0f} s: {requests / seconds:,.1f} "
-          f"requests/s, {merged['errors']} errors")
+          f"requests/s, {merged['errors']} errors; the server's CPU (gunicorn and the database, "
+          f"from /proc) {1000 * server_cpu / max(requests, 1):.1f} ms per request")
     print(summary("latency at the client", merged["latency"]))
     print(summary("  query embedding (Server-Timing)", merged["embed"]))
     print(summary("  database search (Server-Timing)", merged["search"]))
@@ -397,14 +453,18 @@ def report(merged: dict, seconds: float) -> None:
 # --- exactness -----------------------------------------------------------------------------
 
 
-def check_exactness(base: str, sample: list[Query], layout: Plan) -> tuple[int, int, float]:
-    """(queries whose vector top-10 equals brute force, queries, worst HTTP similarity error)."""
+def check_exactness(base: str, sample: list[Query]) -> tuple[int, int, float]:
+    """(queries whose vector top-10 equals brute force, queries, worst HTTP similarity error).
+
+    The server's side is ``recall_rank``, what the API's recall calls (every source of the
+    query ranked by the store, then merged), without query terms so that the vector alone
+    ranks; brute force scores every visible passage, valid fact and message in numpy."""
     from django.utils import timezone
 
     from memoryhub.infra.embeddings import get_provider, provider_key
-    from memoryhub.models import EndUser, MemoryDocument, Passage
-    from memoryhub.selectors.recall import ranking_settings
-    from memoryhub.store.recall import Visibility, recall_search
+    from memoryhub.models import EndUser
+    from memoryhub.selectors.recall import ranking_settings, recall_rank
+    from memoryhub.store.recall import Visibility
     from tenants.context import tenant_context
     from tenants.services import api_key_parse
 
@@ -415,48 +475,117 @@ def check_exactness(base: str, sample: list[Query], layout: Plan) -> tuple[int, 
     for query in sample:
         tenant_id = api_key_parse(query.key).tenant_id
         vector = provider.embed([query.body["query"]])[0]
+        q = np.asarray(vector, dtype=np.float16).astype(np.float64)
         now = timezone.now()
+        sources = query.body["sources"]
         with tenant_context(tenant_id):
             end_user = EndUser.objects.get(user_id=query.user_id)
             session, profile = query.body["session_id"], query.body["profile"]
-            hits = recall_search(
-                visibility=Visibility(end_user.pk, session, profile),
-                query_vector=vector, provider=key, terms=[], limit=10, threshold=None,
-                ranking=ranking, now=now,
+            hits = recall_rank(
+                visibility=Visibility(end_user.pk, session, profile), query_vector=vector,
+                provider=key, terms=[], limit=10, threshold=None, ranking=ranking, now=now,
+                sources=sources, include_invalid=False,
             )
-            visible = {("global", ""), ("session", session), ("profile", profile)}
-            rows = list(Passage.objects.filter(end_user=end_user).values_list(
-                "document_id", "scope", "scope_key", "embedding"))
-            documents = {d.pk: d for d in MemoryDocument.objects.filter(end_user=end_user)}
-        q = np.asarray(vector, dtype=np.float16).astype(np.float64)
-        cosine: dict[int, float] = {}
-        brute = []
-        for document_id, scope, scope_key, embedding in rows:
-            if (scope, scope_key) not in visible:
-                continue
-            e = np.asarray(embedding, dtype=np.float16).astype(np.float64)
-            cosine[document_id] = float(q @ e / (np.linalg.norm(q) * np.linalg.norm(e)))
-            document = documents[document_id]
-            age = max((now - document.updated_at).total_seconds(), 0) / 86400
-            recency = 1 / (1 + ranking.recency_weight * math.log(1 + age))
-            brute.append((max(cosine[document_id], 0) * document.confidence * recency, document_id))
-        brute.sort(key=lambda item: (-item[0], item[1]))
-        expected = [pk for _, pk in brute[:10]]
-        if [h.document_id for h in hits] == expected or _same_up_to_ties(hits, brute[:10]):
+            scored, paths = _brute_documents(end_user, session, profile, q, now,
+                                             ranking.recency_weight)
+            if set(sources) - {"documents"}:
+                scored += recall_records.brute_records(end_user, q, now, ranking.recency_weight)
+        brute = sorted(scored, key=lambda item: (-item.score, -item.at, item.key))[:10]
+        if [_hit_key(h) for h in hits] == [b.key for b in brute] or _same_up_to_ties(hits, brute):
             equal += 1
         response = httpx.post(f"{base}/api/v1/users/{query.user_id}/recall",
                               json={**query.body, "relaxed": True},
                               headers={"Authorization": f"Bearer {query.key}"}, timeout=30)
-        by_path = {d.path: pk for pk, d in documents.items()}
+        cosines = {item.key: item.cosine for item in scored}
         for result in response.json()["results"]:
-            worst = max(worst, abs(result["similarity"] - round(cosine[by_path[result["path"]]], 4)))
+            found = (("document", paths[result["path"]]) if result["kind"] == "document"
+                     else (result["kind"], result["id"]))
+            worst = max(worst, abs(result["similarity"] - round(cosines[found], 4)))
     return equal, len(sample), worst
 
 
-def _same_up_to_ties(hits, brute) -> bool:
+SIZE_BUCKETS = (100, 1_000, 5_000)  # rows a person holds (every source), for the timings
+
+
+def size_bucket(rows: int) -> str:
+    low = 0
+    for high in SIZE_BUCKETS:
+        if rows <= high:
+            return f"people with {low + 1:,}-{high:,} rows"
+        low = high
+    return f"people with over {low:,} rows"
+
+
+def source_timings(sample: list[Query], layout: Plan) -> dict[str, list[float]]:
+    """Each source's search alone (the query's terms included), in this process, one query at
+    a time: milliseconds per source, to tell which one a slow recall spends its time in; and
+    every source together (the server's search) by how many rows the person holds."""
+    from django.utils import timezone
+
+    from memoryhub.models import EndUser
+    from memoryhub.selectors.recall import query_embed, query_terms, ranking_settings, recall_rank
+    from memoryhub.store.recall import Visibility
+    from tenants.context import tenant_context
+    from tenants.services import api_key_parse
+
+    ranking = ranking_settings()
+    out: dict[str, list[float]] = defaultdict(list)
+    for query in sample:
+        vector, key, _ = query_embed(query.body["query"])
+        terms = query_terms(query.body["query"], limit=ranking.max_query_terms)
+        with tenant_context(api_key_parse(query.key).tenant_id):
+            end_user = EndUser.objects.get(user_id=query.user_id)
+            visibility = Visibility(end_user.pk, query.body["session_id"], query.body["profile"])
+            for source in query.body["sources"]:
+                started = time.perf_counter()
+                recall_rank(visibility=visibility, query_vector=vector, provider=key, terms=terms,
+                            limit=10, threshold=None, ranking=ranking, now=timezone.now(),
+                            sources=[source], include_invalid=False)
+                out[source].append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            recall_rank(visibility=visibility, query_vector=vector, provider=key, terms=terms,
+                        limit=10, threshold=None, ranking=ranking, now=timezone.now(),
+                        sources=query.body["sources"], include_invalid=False)
+            rows = int(layout.rows_of_user()[int(query.user_id.removeprefix("user-"))])
+            out[f"all, {size_bucket(rows)}"].append((time.perf_counter() - started) * 1000)
+    buckets = [f"all, {size_bucket(high)}" for high in (*SIZE_BUCKETS, SIZE_BUCKETS[-1] + 1)]
+    order = [*sample[0].body["sources"], *buckets] if sample else []
+    return {name: out[name] for name in order if name in out}
+
+
+def _hit_key(hit) -> tuple[str, str]:
+    return (hit.kind, str(hit.document_id) if hit.kind == "document" else hit.record_id)
+
+
+def _brute_documents(end_user, session: str, profile: str, q: np.ndarray, now: datetime,
+                     recency_weight: float) -> tuple[list[recall_records.Scored], dict[str, str]]:
+    """Each visible document by its best passage's cosine (the score of a passage without
+    query terms is ``max(cosine, 0) * confidence * recency``); and the documents' ids by path."""
+    from memoryhub.models import MemoryDocument, Passage
+
+    visible = {("global", ""), ("session", session), ("profile", profile)}
+    rows = list(Passage.objects.filter(end_user=end_user).values_list(
+        "document_id", "scope", "scope_key", "embedding"))
+    documents = {d.pk: d for d in MemoryDocument.objects.filter(end_user=end_user)}
+    best: dict[int, float] = {}
+    for document_id, scope, scope_key, embedding in rows:
+        if (scope, scope_key) in visible:
+            similarity = recall_records.cosine(q, embedding)
+            best[document_id] = max(best.get(document_id, -2.0), similarity)
+    scored = []
+    for document_id, similarity in best.items():
+        document = documents[document_id]
+        score = (max(similarity, 0) * document.confidence
+                 * recall_records.recency(now, document.updated_at, recency_weight))
+        scored.append(recall_records.Scored(score, document.updated_at.timestamp(),
+                                            ("document", str(document_id)), similarity))
+    return scored, {d.path: str(pk) for pk, d in documents.items()}
+
+
+def _same_up_to_ties(hits, brute: list[recall_records.Scored]) -> bool:
     """Scores equal within float error (hashing vectors can tie exactly)."""
     return len(hits) == len(brute) and all(
-        abs(h.score - s) < 1e-5 for h, (s, _) in zip(hits, brute, strict=True))
+        abs(h.score - b.score) < 1e-5 for h, b in zip(hits, brute, strict=True))
 
 
 # --- main ----------------------------------------------------------------------------------
@@ -510,13 +639,16 @@ def api_keys(tenant_ids: list[int], needed: set[int]) -> dict[int, str]:
 
 
 def summary(name: str, values: list[float]) -> str:
-    return (f"{name:<34} p50 {percentile(values, 50):8.2f}  p95 {percentile(values, 95):8.2f}  "
+    return (f"{name:<46} p50 {percentile(values, 50):8.2f}  p95 {percentile(values, 95):8.2f}  "
             f"p99 {percentile(values, 99):8.2f} ms")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100_000, help="memories to load")
+    parser.add_argument("--n", type=int, default=100_000, help="memories (documents) to load")
+    parser.add_argument("--facts", type=int, default=DEFAULT_FACTS, help="facts to load")
+    parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES,
+                        help="messages to load (in conversations)")
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--workers", type=int, default=3)
@@ -534,36 +666,51 @@ def main() -> None:
     env = bench_env(DB_NAME)
     setup_django(env)
     cap = None if args.unlimited else user_cap()
-    layout = plan(args.n, cap=cap)
-    limits = "no limits" if cap is None else f"default limits: at most {cap:,} per user"
-    print(f"preparing {DB_NAME} with {args.n:,} memories ({limits}) ...", flush=True)
-    tenant_ids, timings = prepare(layout, f"bench-recall n={args.n} cap={cap}", args.fresh, env)
-    counts = layout.memories_of_user
+    layout = plan(args.n, cap=cap, facts=args.facts, messages=args.messages)
+    limits = "no limits" if cap is None else f"at most {cap:,} of each kind per user"
+    print(f"preparing {DB_NAME} with {args.n:,} memories, {args.facts:,} facts and "
+          f"{args.messages:,} messages ({limits}) ...", flush=True)
+    marker = f"bench-recall n={args.n} cap={cap}"
+    if args.facts or args.messages:
+        marker += f" facts={args.facts} messages={args.messages}"
+    tenant_ids, timings = prepare(layout, marker, args.fresh, env)
+    counts = layout.rows_of_user()
     if timings:
         print(f"loaded in {timings['seconds']:.0f} s "
               f"(of which embedding {timings['embed_seconds']:.0f} s on {os.cpu_count()} cores)")
     else:
         print("reusing the loaded database (--fresh reloads it)")
-    print(f"{TENANTS:,} tenants, {END_USERS:,} end users; memories per user: median "
-          f"{int(np.median(counts))}, p99 {int(np.percentile(counts, 99))}, max {int(counts.max())}")
+    print(f"{TENANTS:,} tenants, {END_USERS:,} end users; rows per user (memories, facts and "
+          f"messages): median {int(np.median(counts))}, p99 {int(np.percentile(counts, 99))}, "
+          f"max {int(counts.max())}")
+    sources = ["documents"] + [name for name, count in (("facts", args.facts),
+                                                         ("messages", args.messages)) if count]
+    print(f"recall over sources {sources}")
 
     print(machine_speed(env), flush=True)
     needed = {int(layout.tenant_of_user[u]) for u in range(END_USERS) if counts[u] > 0}
     keys = api_keys(tenant_ids, needed)
-    work = queries(layout, keys, 4_000)
+    work = queries(layout, keys, 4_000, sources)
     sample = work[: args.exactness_sample]
     with gunicorn(env, workers=args.workers, threads=args.threads) as base:
         warm_up(base, work)
         print(f"\nsaturated: {args.clients} clients back to back for {args.seconds:.0f} s "
               f"against gunicorn {args.workers} workers x {args.threads} threads", flush=True)
+        cpu = server_cpu_seconds(env, base)
         saturated = run_http(base, work, args.clients, args.seconds)
-        report(saturated, args.seconds)
+        report(saturated, args.seconds, server_cpu_seconds(env, base) - cpu)
         rate = args.rate or round(args.rate_share * len(saturated["latency"]) / args.seconds)
         print(f"\nsteady: {args.clients} clients sending {rate:,.0f} requests/s together "
               f"for {args.seconds:.0f} s (latency from each request's scheduled time)", flush=True)
-        report(run_http(base, work, args.clients, args.seconds, rate=rate), args.seconds)
+        cpu = server_cpu_seconds(env, base)
+        steady = run_http(base, work, args.clients, args.seconds, rate=rate)
+        report(steady, args.seconds, server_cpu_seconds(env, base) - cpu)
         print("\nchecking exactness against brute force ...", flush=True)
-        equal, total, worst = check_exactness(base, sample, layout)
+        equal, total, worst = check_exactness(base, sample)
+    print("\nthe search one query at a time in this process (the sample): each source alone, "
+          "then all of them by the person's size")
+    for source, timings in source_timings(sample, layout).items():
+        print(summary(f"  {source} ({len(timings)})", timings))
     print(f"exactness: {equal}/{total} sampled queries rank like brute force (top 10); "
           f"largest |similarity - brute-force cosine| over HTTP: {worst:.5f}")
 

@@ -78,9 +78,13 @@ def gunicorn(env: dict[str, str], *, workers: int, threads: int) -> Iterator[str
 
 
 @contextmanager
-def serving(cmd: list[str], env: dict[str, str], port: int, name: str) -> Iterator[str]:
-    """Run the server ``cmd`` listening on ``port`` until /healthz answers; stop it after."""
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+def serving(cmd: list[str], env: dict[str, str], port: int, name: str,
+            log: Path | None = None) -> Iterator[str]:
+    """Run the server ``cmd`` listening on ``port`` until /healthz answers; stop it after.
+    With ``log``, its output (stdout and stderr) goes to that file."""
+    out = log.open("w") if log else None
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out,
+                            stderr=subprocess.STDOUT if out else None)
     base = f"http://127.0.0.1:{port}"
     _server_pids[base] = proc.pid
     try:
@@ -95,11 +99,56 @@ def serving(cmd: list[str], env: dict[str, str], port: int, name: str) -> Iterat
             raise SystemExit(f"{name} did not come up within 60 s")
         yield base
     finally:
-        proc.send_signal(signal.SIGTERM)
+        stop(proc)
+        if out:
+            out.close()
+
+
+@contextmanager
+def running(command: list[str], env: dict[str, str], log: Path, ready: str) -> Iterator[None]:
+    """Run ``command`` (a process that serves no HTTP) until ``ready`` shows in its output,
+    which goes to ``log``; stop it after."""
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    try:
+        while ready not in log.read_text():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{command[0]} did not start:\n{log.read_text()}")
+            time.sleep(0.2)
+        yield
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM (a graceful stop), then SIGKILL for a process still there after 30 s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
         proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 _server_pids: dict[str, int] = {}  # base URL -> its gunicorn's master
+
+
+def start_worker(env: dict[str, str], log_name: str) -> subprocess.Popen:
+    """A Celery worker (2 processes, as ``make run`` starts it) on ``env``'s broker; returns
+    once it is ready. Its output goes to ``log_name`` in the data directory."""
+    log = Path(env.get("MEMORYHUB_DATA_DIR", "var")) / log_name
+    log.parent.mkdir(parents=True, exist_ok=True)
+    out = log.open("w")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--loglevel", "INFO",
+         "--concurrency", "2", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=ROOT, env={**env, "DB_POOL": "0"}, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while " ready." not in log.read_text():
+        if worker.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the worker did not start:\n{log.read_text()}")
+        time.sleep(0.1)
+    return worker
 
 
 def server_cpu_seconds(env: dict[str, str], base: str) -> float:

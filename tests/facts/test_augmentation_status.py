@@ -1,12 +1,17 @@
 """The dashboard shows augmentation per tenant: on/off, provider, backlog (conversations with
 messages after their cursor) and the latest failed runs, this tenant's only; forget-everything
-removes the person's failure rows."""
+removes the person's failure rows; the backlog is counted from an index of the waiting
+conversations only (its cost: ``make bench-backlog``)."""
 
 from __future__ import annotations
 
 import re
+from uuid import UUID
+
+from django.db import connection
 
 from memoryhub.models import AugmentationFailure
+from memoryhub.web.selectors import conversations_waiting
 from tenants.context import tenant_context
 from tests.facts.chat_server import Reply
 from tests.facts.test_augmentation import USER, augment, capture
@@ -53,3 +58,17 @@ def test_forget_everything_removes_the_persons_failures(acme, llm) -> None:
     assert acme.client.delete(f"/api/v1/users/{USER}").status_code == 204
     with tenant_context(acme.tenant.id):
         assert not AugmentationFailure.objects.exists()
+
+
+def test_the_backlog_is_read_from_the_waiting_conversations_index(acme, globex) -> None:
+    """Under row-level security too (the application's role), the planner can use the
+    partial index: with sequential scans off it has no other reason to pick it."""
+    waiting = capture(acme, "I live in Lisbon.")
+    augment(acme, capture(acme, "I love jazz.", session="s2"))
+    capture(globex, "I live in Oslo.")
+    with tenant_context(acme.tenant.id):
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        assert list(conversations_waiting().values_list("id", flat=True)) == [UUID(waiting)]
+        plan = conversations_waiting().explain()
+    assert "conversation_waiting" in plan, plan

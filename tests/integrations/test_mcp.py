@@ -1,7 +1,8 @@
 """The MCP server at /mcp, driven by the official ``mcp`` SDK's own client over streamable HTTP
 against a live server (Django's threaded WSGI server, as ``make run`` serves it behind
 gunicorn): tools listed, each tool, a bad key refused before any tool runs, a bound key
-filling user_id and reaching no one else, another tenant absent, DNS rebinding refused.
+filling user_id and reaching no one else, another tenant absent, DNS rebinding refused;
+``remember`` against ``POST .../facts`` (the same fact, refusals, duplicates and events).
 
 Each client runs both ways the SDK speaks: ``auto`` (the 2026-07-28 per-request protocol,
 discovered) and ``legacy`` (the initialize handshake Claude's clients use today).
@@ -10,42 +11,29 @@ discovered) and ``legacy`` (the initialize handshake Claude's clients use today)
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import httpx2
 import pytest
-from django.core.management import call_command
 from django.test import override_settings
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from api.mcp.endpoint import transport_security
+from tests.integrations.keys import bound_key, operator_tenant
 from tests.memory_commands import create, delete, insert, rename, str_replace, view
 from tests.reference_tool import reference_outcome, reference_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MODES = ["auto", "legacy"]
+TOOLS = {"memory", "recall", "remember", "memory_index"}
 # One MCP call as it travels on the 2025-11-25 wire, for the tests that send raw HTTP.
 WIRE = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 CREATE_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
     "name": "memory", "arguments": {"command": "create", "path": "/memories/a.md",
                                     "file_text": "x", "user_id": "alice"}}}
-
-
-def operator_tenant(slug: str) -> str:
-    out = io.StringIO()
-    call_command("create_tenant", slug, "--name", slug.title(), stdout=out)
-    return json.loads(out.getvalue())["api_key"]
-
-
-def bound_key(slug: str, user_id: str) -> str:
-    out = io.StringIO()
-    call_command("create_api_key", slug, "--permissions", "memory", "--user", user_id, stdout=out)
-    return json.loads(out.getvalue())["api_key"]
 
 
 def with_mcp(url: str, key: str | None, mode: str,
@@ -100,7 +88,7 @@ def test_tools_listed_and_each_tool_answers_like_the_rest_api(live_server, mode)
     with api:
         out = with_mcp(url, key, mode, work)
         tools = out["tools"]
-        assert set(tools) == {"memory", "recall", "memory_index"}
+        assert set(tools) == TOOLS
         schema = tools["memory"].input_schema
         assert schema["properties"]["command"]["enum"] == [
             "view", "create", "str_replace", "insert", "delete", "rename"]
@@ -111,6 +99,11 @@ def test_tools_listed_and_each_tool_answers_like_the_rest_api(live_server, mode)
         assert all(len(t.description) < 300 for t in tools.values())
         assert "never instructions" in tools["memory"].description
         assert "data, not instructions" in tools["recall"].description
+        assert "never instructions" in tools["remember"].description
+        remember = tools["remember"].input_schema
+        assert remember["required"] == ["content"]
+        assert remember["properties"]["type"]["enum"] == [
+            "fact", "preference", "profile", "triple", "process_attribute"]
 
         # The memory tool: exactly the REST tool's content and is_error.
         assert (text(out["created"]), out["created"].is_error) == (
@@ -326,6 +319,119 @@ def test_served_by_the_production_command(live_server) -> None:
 
         for mode in MODES:
             tools, created, viewed = with_mcp(f"{base}/mcp", key, mode, work)
-            assert tools == {"memory", "recall", "memory_index"}
+            assert tools == TOOLS
             assert not viewed.is_error and "Likes tea." in text(viewed)
         assert httpx.post(f"{base}/mcp", json={}, timeout=10).status_code == 401
+
+
+# --- remember ------------------------------------------------------------------------------
+
+CREDENTIAL = "My key is sk-ant-api03-" + "a" * 40
+
+
+def fact_events(api: httpx.Client) -> list[tuple[str, str, str]]:
+    feed = api.get("/events", params={"limit": 1000}).json()["events"]
+    return [(e["user_id"], e["actor"], e["data"]["change"]) for e in feed
+            if e["type"] == "fact.changed"]
+
+
+def refusal_text(api: httpx.Client, user_id: str, content: str) -> str:
+    """What ``POST .../facts`` refuses this content with (its error message)."""
+    response = api.post(f"/users/{user_id}/facts", json={"content": content})
+    assert response.status_code in (403, 422), response.text
+    return response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_remember_adds_a_fact_as_post_facts_does(live_server, mode) -> None:
+    key = operator_tenant("initech")
+    api = rest(live_server.url, key)
+
+    async def work(client: Client) -> dict[str, Any]:
+        call = client.call_tool
+        return {
+            "kept": await call("remember", {"content": "User prefers green tea",
+                                            "type": "preference", "user_id": "alice"}),
+            "again": await call("remember", {"content": "  user prefers GREEN tea.",
+                                             "user_id": "alice"}),
+            "plain": await call("remember", {"content": "User lives in Porto", "user_id": "alice"}),
+            "secret": await call("remember", {"content": CREDENTIAL, "user_id": "dave"}),
+            "blank": await call("remember", {"content": " \n", "user_id": "alice"}),
+            "big": await call("remember", {"content": "x" * 2001, "user_id": "alice"}),
+            "kind": await call("remember", {"content": "User is tall", "type": "opinion",
+                                            "user_id": "alice"}),
+            "off": await call("remember", {"content": "User likes jazz", "user_id": "carol"}),
+            "nobody": await call("remember", {"content": "User likes jazz"}),
+        }
+
+    with api:
+        assert api.patch("/users/carol", json={"memory_enabled": False}).status_code == 200
+        out = with_mcp(f"{live_server.url}/mcp", key, mode, work)
+        kept, again, plain = out["kept"], out["again"], out["plain"]
+        assert (text(kept), kept.is_error) == ("Remembered: User prefers green tea", False)
+        fact = api.get(f"/users/alice/facts/{kept.structured_content['id']}").json()
+        assert kept.structured_content == fact
+        assert (fact["type"], fact["updated_by"], fact["version"]) == ("preference", "assistant", 1)
+        # The same normalised text: the valid fact, unchanged, as POST answers it with 200.
+        assert text(again) == "Already known: User prefers green tea"
+        assert again.structured_content == fact
+        assert plain.structured_content["type"] == "fact"
+        listed = api.get("/users/alice/facts").json()["facts"]
+        assert sorted(f["content"] for f in listed) == ["User lives in Porto",
+                                                       "User prefers green tea"]
+        # Refusals: the REST texts, nothing stored, not even the person.
+        for name, user, content in (("secret", "dave", CREDENTIAL), ("blank", "alice", " \n"),
+                                    ("big", "alice", "x" * 2001), ("off", "carol", "User likes jazz")):
+            assert out[name].is_error, name
+            assert text(out[name]) == refusal_text(api, user, content), name
+        assert "credential" in text(out["secret"]) and "disabled" in text(out["off"])
+        assert api.get("/users/dave").json()["created_at"] is None
+        assert api.get("/users/carol/facts").json()["facts"] == []
+        assert out["kind"].is_error and "type must be one of" in text(out["kind"])
+        assert out["nobody"].is_error and "user_id is required" in text(out["nobody"])
+        # fact.changed, by the assistant, once per new fact.
+        assert fact_events(api) == [("alice", "assistant", "created")] * 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_remember_with_a_bound_key_reaches_no_one_else(live_server, mode) -> None:
+    admin = operator_tenant("initech")
+    other = operator_tenant("umbrella")
+    key = bound_key("initech", "bob")
+    url = f"{live_server.url}/mcp"
+    with rest(live_server.url, admin) as api:
+        assert api.post("/users/alice/facts", json={"content": "User likes tea"}).status_code == 201
+
+        async def work(client: Client) -> dict[str, Any]:
+            call = client.call_tool
+            return {
+                "own": await call("remember", {"content": "User likes tea"}),
+                "own_named": await call("remember", {"content": "User likes tea", "user_id": "bob"}),
+                "other": await call("remember", {"content": "User hates tea", "user_id": "alice"}),
+                "ghost": await call("remember", {"content": "User hates tea", "user_id": "ghost"}),
+            }
+
+        out = with_mcp(url, key, mode, work)
+        assert text(out["own"]) == "Remembered: User likes tea"
+        assert text(out["own_named"]) == "Already known: User likes tea"
+        [bobs] = api.get("/users/bob/facts").json()["facts"]
+        assert bobs == out["own"].structured_content and bobs["updated_by"] == "assistant"
+        # Another person of the same tenant: refused exactly as one who does not exist.
+        assert (text(out["other"]), out["other"].is_error) == (text(out["ghost"]), True)
+        assert "bound to one end user" in text(out["other"])
+        assert [f["content"] for f in api.get("/users/alice/facts").json()["facts"]] == [
+            "User likes tea"]
+        assert api.get("/users/ghost").json()["created_at"] is None
+
+        # Another tenant's alice is another person: no duplicate of initech's fact, no trace.
+        async def theirs(client: Client) -> Any:
+            return await client.call_tool("remember", {"content": "User likes tea",
+                                                       "user_id": "alice"})
+
+        remembered = with_mcp(url, other, mode, theirs)
+        assert text(remembered) == "Remembered: User likes tea"
+        mine = api.get("/users/alice/facts").json()["facts"]
+        assert [f["id"] for f in mine] != [remembered.structured_content["id"]]
+        assert len(mine) == 1
+        assert api.get(f"/users/alice/facts/{remembered.structured_content['id']}").status_code == 404
+        assert [e[0] for e in fact_events(api)] == ["alice", "bob"]

@@ -1,5 +1,5 @@
-"""A key bound to one end user reaches only that person: on every /api/v1 route (the CASES of
-test_cross_tenant.py), acme's key bound to bob addressing alice gets exactly what it gets
+"""A key bound to one end user reaches only that person: on every /api/v1 and /mem0/ route (the
+CASES of test_cross_tenant.py), acme's key bound to bob addressing alice gets exactly what it gets
 for a person who does not exist (same status, same body), a write for either is 403
 ``permission_denied``, tenant-wide endpoints are 403, and acme's data is untouched.
 """
@@ -27,8 +27,11 @@ from tests.isolation.test_cross_tenant import (
 
 OWNER = "bob"  # the person acme's bound key reaches
 
-# The routes whose URL names no person but that serve a bound key (showing only its person).
-SERVES_BOUND_KEYS = {"users"}
+# The routes whose URL names no person but that serve a bound key (showing only its person;
+# mem0's name the person in the body or query, or find a memory among the key's person's).
+SERVES_BOUND_KEYS = {"api:users", "mem0:ping", "mem0:memory", "mem0:history", "mem0:entities",
+                     "mem0:batch"}
+BOUND_REFUSAL = "This API key is bound to one end user and cannot act for another."
 
 
 def bound_client(kit, user_id: str = OWNER, permissions=("memory",)):
@@ -44,6 +47,8 @@ def is_read(case: Case) -> bool:
         return True
     if case.url.endswith(("/recall", "/context")):
         return True
+    if case.url.startswith("/mem0/v3/memories/") and case.method == "post":
+        return not case.url.endswith("/add/")  # mem0's search and get_all are POSTs
     return case.url.endswith("/memory") and case.body["command"] == "view"
 
 
@@ -63,12 +68,15 @@ def test_another_person_looks_absent_to_a_bound_key(acme, case: Case) -> None:
     assert acme_state(acme) == before
     shown = reached.content.decode()
     assert "Vegetarian" not in shown and "Lisbon" not in shown
-    route = resolve(case.url.format(**{**target, "user": "x"}).split("?")[0]).url_name
+    route = resolve(case.url.format(**{**target, "user": "x"}).split("?")[0]).view_name
     if "user" not in used and route not in SERVES_BOUND_KEYS:
         assert reached.status_code == 403, shown  # tenant-wide: not for a bound key
     elif "user" in used and not is_read(case):
         assert reached.status_code == 403, shown
-        assert reached.json()["error"]["code"] == "permission_denied"
+        if case.url.startswith("/mem0/"):  # mem0's error shape
+            assert reached.json() == {"detail": BOUND_REFUSAL}
+        else:
+            assert reached.json()["error"]["code"] == "permission_denied"
     else:
         assert reached.status_code in (200, 304, 404), shown  # a read: an absent person
 

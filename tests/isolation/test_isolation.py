@@ -10,10 +10,12 @@ from django.db import connection
 from psycopg.pq import TransactionStatus
 
 from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Profile
+from memoryhub.services.events import changed_event
 from tenants.context import TenantNotSet, tenant_context
 from tenants.managers import TenantOwned
 from tenants.models import ApiKey
 from tests.factories import DocumentRowFactory, EndUserFactory
+from tests.tenant_rows import seed_every_tenant_table, tenant_models
 
 
 def tenant_owned_tables() -> list[str]:
@@ -32,14 +34,17 @@ def seed(kit, user_id: str = "alice") -> None:
         end_user = EndUserFactory(tenant=kit.tenant, user_id=user_id)
         DocumentRowFactory(end_user=end_user, scope="global", path="/a.md", content="x")
         Profile.objects.create(tenant=kit.tenant, name="cooking")
-        MemoryEvent.objects.create(tenant=kit.tenant, type="memory.changed", actor="app")
+        changed_event(tenant_id=kit.tenant.id, user_id=user_id, actor="app", change="created",
+                      path="/a.md", scope="global")  # the event and the tenant's EventFeed row
 
 
 def test_every_tenant_owned_table_has_forced_rls_and_a_policy(db) -> None:
     tables = tenant_owned_tables()
     models = {m._meta.db_table for m in apps.get_models() if issubclass(m, TenantOwned)}
-    assert models <= set(tables), "every TenantOwned model has a tenant_id table"
-    assert len(tables) >= 9
+    # Both ways: the tests below seed and check the tables of the TenantOwned models, so a
+    # tenant_id table of anything else would escape them.
+    assert models == set(tables), "every tenant_id table is a TenantOwned model's, and back"
+    assert len(tables) >= 19
     with connection.cursor() as cursor:
         for table in tables:
             cursor.execute(
@@ -50,6 +55,37 @@ def test_every_tenant_owned_table_has_forced_rls_and_a_policy(db) -> None:
             )
             enabled, forced, policies = cursor.fetchone()
             assert (enabled, forced, policies >= 1) == (True, True, True), table
+
+
+# What PostgreSQL stores for tenants/rls.py's predicate (pg_policies shows it deparsed): a row
+# is the current tenant's, and no row is anyone's while app.tenant_id is unset or empty.
+TENANT_ONLY = ("(tenant_id = (NULLIF(current_setting('app.tenant_id'::text, true), ''::text))"
+               "::bigint)")
+# The two reads allowed before a tenant is known (tenants/context.py): a signed-in account
+# finds its own end users and memberships, in any tenant. Never for writes.
+WIDENED_READS = {
+    "memoryhub_enduser": "(account_id = (NULLIF(current_setting('app.web_user_id'::text, true), "
+                         "''::text))::bigint)",
+    "tenants_membership": "(user_id = (NULLIF(current_setting('app.web_user_id'::text, true), "
+                          "''::text))::bigint)",
+}
+
+
+def test_each_tables_policy_reads_and_writes_only_the_current_tenants_rows(db) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT tablename, permissive, roles, cmd, qual, with_check FROM pg_policies
+               WHERE schemaname = 'public' ORDER BY tablename, policyname"""
+        )
+        policies: dict[str, list[tuple]] = {}
+        for table, *policy in cursor.fetchall():
+            policies.setdefault(table, []).append(tuple(policy))
+    assert set(policies) == set(tenant_owned_tables())
+    for table, found in policies.items():
+        read = f"({TENANT_ONLY} OR {WIDENED_READS[table]})" if table in WIDENED_READS else TENANT_ONLY
+        # One permissive policy for every command and role: a second permissive policy would
+        # widen what the first allows.
+        assert found == [("PERMISSIVE", ["public"], "ALL", read, TENANT_ONLY)], table
 
 
 def test_runtime_role_is_not_superuser_bypassrls_nor_owner(db) -> None:
@@ -81,18 +117,37 @@ def test_every_unique_constraint_and_index_on_tenant_tables_begins_with_tenant_i
     assert offenders == []
 
 
-def test_raw_sql_sees_no_tenant_row_without_a_tenant(acme, globex) -> None:
-    seed(acme)
-    seed(globex, "bob")
+def _tenants_in(table: str) -> list[int]:
     with connection.cursor() as cursor:
-        for table in tenant_owned_tables():
-            cursor.execute(f'SELECT count(*) FROM "{table}"')  # names from catalog
-            assert cursor.fetchone()[0] == 0, table
+        cursor.execute(f'SELECT DISTINCT tenant_id FROM "{table}"')  # names from the models
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_raw_sql_sees_no_tenant_row_without_a_tenant(acme, globex) -> None:
+    """Every tenant table holds rows of both tenants; without a tenant none is visible, with
+    one only its own."""
+    seed_every_tenant_table(acme.tenant, "alice")
+    seed_every_tenant_table(globex.tenant, "bob")
+    tables = [model._meta.db_table for model in tenant_models()]
+    for table in tables:
+        assert _tenants_in(table) == [], table
+    for kit in (acme, globex):
+        with tenant_context(kit.tenant.id):
+            for table in tables:
+                assert _tenants_in(table) == [kit.tenant.id], table  # seeded, and only its own
+
+
+def test_rls_refuses_moving_any_row_to_another_tenant(acme, globex) -> None:
+    from django.db import DatabaseError, transaction
+
+    seed_every_tenant_table(acme.tenant, "alice")
     with tenant_context(acme.tenant.id), connection.cursor() as cursor:
-        cursor.execute('SELECT count(*) FROM "memoryhub_memorydocument"')
-        assert cursor.fetchone()[0] == 1
-        cursor.execute('SELECT count(*) FROM "tenants_apikey"')
-        assert cursor.fetchone()[0] == 2  # acme's own two keys, not globex's
+        for model in tenant_models():
+            table = model._meta.db_table
+            with pytest.raises(DatabaseError, match="violates row-level security"), \
+                    transaction.atomic():
+                cursor.execute(f'UPDATE "{table}" SET tenant_id = %s', [globex.tenant.id])
+            assert _tenants_in(table) == [acme.tenant.id], table
 
 
 def test_rls_refuses_writing_a_row_for_another_tenant(acme, globex) -> None:

@@ -5,9 +5,12 @@ per test, screenshots under test-results/screenshots/, and an API client for the
 from __future__ import annotations
 
 import os
+import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -39,15 +42,47 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
+# How Chromium logs a page or resource that answered an HTTP error.
+FAILED_LOAD = re.compile(r"Failed to load resource: the server responded with a status of (\d{3})")
+
+
 class Pages:
     """Opens pages in fresh browser contexts and fails the test on any console error
-    (a Content-Security-Policy violation shows up there)."""
+    (a Content-Security-Policy violation shows up there), except the failed loads the test
+    said it would cause (``expect_failed_load``), each exactly as often as it said."""
 
     def __init__(self, browser: Any, base_url: str) -> None:
         self.browser = browser
         self.base_url = base_url
         self.contexts: list[Any] = []
         self.errors: list[str] = []
+        self.failed_loads: Counter[tuple[int, str]] = Counter()
+        self.expected_loads: Counter[tuple[int, str]] = Counter()
+
+    def expect_failed_load(self, status: int, path: str, times: int = 1) -> None:
+        """The test opens ``path`` (a URL path, no query) and checks that it answers ``status``:
+        the browser logs such a load as a console error, which is then not a failure."""
+        self.expected_loads[(status, path)] += times
+
+    def _console(self, message: Any) -> None:
+        if message.type != "error":
+            return
+        failed = FAILED_LOAD.match(message.text)
+        if failed:
+            path = urlsplit(message.location.get("url", "")).path
+            self.failed_loads[(int(failed.group(1)), path)] += 1
+        else:
+            self.errors.append(message.text)
+
+    def unexpected(self) -> list[str]:
+        """Console errors nobody announced, and announced failed loads that did not happen."""
+        extra = self.failed_loads - self.expected_loads
+        missing = self.expected_loads - self.failed_loads
+        return [*self.errors,
+                *(f"unexpected HTTP {status} loading {path} (expect_failed_load({status}, "
+                  f"{path!r}) if the test means it)" for status, path in extra.elements()),
+                *(f"expected HTTP {status} loading {path}, which did not happen"
+                  for status, path in missing.elements())]
 
     def new(self, *, user: AbstractBaseUser | None = None, phone: bool = False) -> Any:
         context = self.browser.new_context(
@@ -62,7 +97,7 @@ class Pages:
         self.contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(10_000)
-        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("console", self._console)
         page.on("pageerror", lambda e: self.errors.append(str(e)))
         return page
 
@@ -76,9 +111,8 @@ def pages(browser: Any, live_server: Any) -> Iterator[Pages]:
     opened = Pages(browser, live_server.url)
     yield opened
     opened.close()
-    # 404/403/410 pages are expected in some tests; the browser logs those loads as errors.
-    unexpected = [e for e in opened.errors if "status of 4" not in e]
-    assert unexpected == []
+    unexpected = opened.unexpected()
+    assert unexpected == [], "\n".join(unexpected)  # (this module is not assertion-rewritten)
 
 
 def shot(page: Any, name: str) -> None:

@@ -11,12 +11,15 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from memoryhub.models import Conversation, Fact, MemoryDocument
 from memoryhub.services.people import portal_link_create
 from tenants.context import tenant_context
 from tests.pages.conftest import person, person_url, signed_in, write
+from tests.routes import served, uncovered
+from tests.tenant_rows import person_lookups, seed_every_tenant_table
 
 TENANT_GET_PAGES = ["tenant_overview", "tenant_settings", "tenant_profiles", "tenant_keys",
-                    "tenant_members", "tenant_people", "tenant_audit"]
+                    "tenant_members", "tenant_people", "tenant_audit", "tenant_webhooks"]
 TENANT_POST_ACTIONS = [
     ("tenant_memory", {}, {"memory_enabled": "off"}),
     ("tenant_settings", {}, {"name": "x", "recall_threshold": "0.2"}),
@@ -29,7 +32,37 @@ TENANT_POST_ACTIONS = [
     ("tenant_member_remove", {"pk": 1}, {}),
     ("tenant_invitation_revoke", {"pk": 1}, {}),
     ("tenant_person_forget", {"pk": 1}, {}),
+    ("tenant_webhook_switch", {"pk": 1}, {"enabled": "off"}),
+    ("tenant_webhook_test", {"pk": 1}, {}),
+    ("tenant_person_key", {"pk": 1}, {}),
+    ("tenant_person_portal_link", {"pk": 1}, {}),
 ]
+# Every route of a person's page, with the kind of row it addresses and a form that would
+# change something: (route, method, row, data).
+PERSON_ACTIONS = [
+    ("web:person", "GET", None, {}),
+    ("web:export", "GET", None, {}),
+    ("web:memory_switch", "POST", None, {"enabled": "off"}),
+    ("web:forget", "POST", None, {"confirm": "FORGET"}),
+    ("web:session_delete", "POST", None, {"session_id": "s1"}),
+    ("web:document_open", "GET", MemoryDocument, {}),
+    ("web:document_summary", "GET", MemoryDocument, {}),
+    ("web:document_edit", "GET", MemoryDocument, {}),
+    ("web:document_edit", "POST", MemoryDocument, {"content": "stolen", "version": "1"}),
+    ("web:document_delete", "POST", MemoryDocument, {"version": "1"}),
+    ("web:conversation_open", "GET", Conversation, {}),
+    ("web:conversation_fold", "GET", Conversation, {}),
+    ("web:conversation_delete", "POST", Conversation, {}),
+    ("web:fact_show", "GET", Fact, {}),
+    ("web:fact_edit", "GET", Fact, {}),
+    ("web:fact_edit", "POST", Fact, {"content": "stolen"}),
+    ("web:fact_invalidate", "POST", Fact, {}),
+    ("web:fact_delete", "POST", Fact, {}),
+]
+# The entry points, which take a secret rather than a session: (route, method).
+ENTRY_ROUTES = [("web:home", "GET"), ("web:portal_redeem", "GET"), ("web:portal_leave", "POST"),
+                ("web:invitation", "GET")]
+ROW_ARGUMENT = {MemoryDocument: "document_id", Conversation: "conversation_id", Fact: "fact_id"}
 
 
 def _url(name: str, slug: str, **kwargs: int) -> str:
@@ -60,14 +93,21 @@ def test_another_tenants_pages_and_actions_are_404(acme_team, globex_team) -> No
     """acme's owner addresses globex by slug and by globex's own row ids: all 404, no change."""
     write(globex_team.tenant, "g-user", "/secret.md", "globex data")
     with tenant_context(globex_team.tenant.pk):
-        from memoryhub.models import EndUser
+        from memoryhub.models import EndUser, WebhookEndpoint
         from tenants.models import ApiKey, Membership
 
+        hook = WebhookEndpoint.objects.create(url="https://globex.example.com/hook",
+                                              secret="whsec_" + "g" * 32,
+                                              event_types=["memory.changed"])
         ids = {
+            "tenant_webhook_switch": hook.pk,
+            "tenant_webhook_test": hook.pk,
             "tenant_key_revoke": ApiKey.objects.first().pk,
             "tenant_member_role": Membership.objects.get(user=globex_team.owner).pk,
             "tenant_member_remove": Membership.objects.get(user=globex_team.owner).pk,
             "tenant_person_forget": EndUser.objects.get().pk,
+            "tenant_person_key": EndUser.objects.get().pk,
+            "tenant_person_portal_link": EndUser.objects.get().pk,
         }
     client = signed_in(acme_team.owner)
     for name in TENANT_GET_PAGES:
@@ -83,6 +123,7 @@ def test_another_tenants_pages_and_actions_are_404(acme_team, globex_team) -> No
         assert ApiKey.objects.filter(revoked_at=None).count() == 2
         assert Membership.objects.count() == 3
         assert EndUser.objects.count() == 1
+        assert WebhookEndpoint.objects.get().enabled is True
 
 
 def test_anonymous_visitors_are_sent_to_sign_in(acme_team) -> None:
@@ -156,3 +197,67 @@ def test_leaving_ends_the_portal_session(portal_client) -> None:
     client, page = portal_client
     assert client.post(reverse("web:portal_leave")).status_code == 200
     assert client.get(page).status_code == 302  # now anonymous: sent to sign in
+
+
+def test_every_page_route_has_a_case() -> None:
+    """Every (route, method) the pages serve (tests/routes.py) is in one of the lists above."""
+    covered = {(f"web:{name}", "GET") for name in TENANT_GET_PAGES}
+    covered |= {(f"web:{name}", "POST") for name, _, _ in TENANT_POST_ACTIONS}
+    covered |= {(name, method) for name, method, _, _ in PERSON_ACTIONS} | set(ENTRY_ROUTES)
+    missing = uncovered(served("web"), covered, "tests/pages/test_access.py (a tenant page: "
+                        "TENANT_GET_PAGES or TENANT_POST_ACTIONS; a person's page: "
+                        "PERSON_ACTIONS; an entry point: ENTRY_ROUTES)")
+    assert missing == [], "\n".join(missing)
+
+
+def _person_action_url(end_user, name: str, row) -> str:
+    return person_url(end_user, name, **({ROW_ARGUMENT[type(row)]: row.pk} if row else {}))
+
+
+def _send(client: Client, method: str, url: str, data: dict):
+    return client.get(url) if method == "GET" else client.post(url, data)
+
+
+@pytest.mark.parametrize("name, method, row, data", PERSON_ACTIONS,
+                         ids=[f"{m} {n}" for n, m, _, _ in PERSON_ACTIONS])
+def test_another_persons_page_and_rows_are_404(acme_team, globex_team, name, method, row,
+                                               data) -> None:
+    """alice's account reaches her own page and rows; bob's page, bob's rows under her page,
+    and a globex person's are 404 to it (nothing changes), and 302 to sign-in for a stranger."""
+    alice = person(acme_team.tenant, "alice", account=acme_team.member)
+    bob, carol = person(acme_team.tenant, "bob"), person(globex_team.tenant, "carol")
+    rows = {end_user.user_id: seed_every_tenant_table(end_user.tenant, end_user.user_id)
+            for end_user in (alice, bob, carol)}
+    own = {user: rows[user].get(row) if row else None for user in rows}
+    before = {user: _persons_rows(end_user) for user, end_user in (("bob", bob), ("carol", carol))}
+    client = signed_in(acme_team.member)
+    for end_user, addressed in ((bob, own["bob"]), (alice, own["bob"]), (carol, own["carol"])):
+        if end_user is alice and row is None:
+            continue  # her own page, with no row of anyone else's in the URL
+        url = _person_action_url(end_user, name, addressed)
+        assert _send(client, method, url, data).status_code == 404, url
+        anonymous = _send(Client(), method, url, data)
+        assert (anonymous.status_code, anonymous["Location"][:16]) == (302, "/accounts/login/")
+    assert {"bob": _persons_rows(bob), "carol": _persons_rows(carol)} == before
+    # The positive control: the same route reaches alice's own page and row.
+    reached = _send(client, method, _person_action_url(alice, name, own["alice"]), data)
+    assert reached.status_code not in (403, 404), reached.status_code
+
+
+def _persons_rows(end_user) -> dict[str, list]:
+    with tenant_context(end_user.tenant_id):
+        return {model.__name__: sorted(model.objects.filter(**{lookup: end_user.user_id})
+                                       .values_list("pk", flat=True))
+                for model, lookup in person_lookups().items()}
+
+
+def test_an_entry_point_reveals_nothing_without_its_secret(acme_team) -> None:
+    client = Client()
+    assert client.get(reverse("web:home"))["Location"].startswith("/accounts/login/")
+    tenant = acme_team.tenant.pk
+    for name in ("web:portal_redeem", "web:invitation"):  # acme's id, a forged secret
+        response = client.get(reverse(name, args=[f"{tenant}.forged-secret"]))
+        assert response.status_code == 410, name
+        assert "Acme" not in response.content.decode()
+    left = client.post(reverse("web:portal_leave"))
+    assert left.status_code == 200 and "sessionid" not in left.cookies

@@ -7,6 +7,7 @@ shows a page change reaching the API, or an API change reaching the page.
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -14,7 +15,7 @@ from playwright.sync_api import expect
 from memoryhub.models import MemoryDocument
 from tenants.context import tenant_context
 from tests.pages.browser import Api, shot
-from tests.pages.conftest import PASSWORD
+from tests.pages.conftest import PASSWORD, person_url
 
 # live_server makes every test here transactional. "migrate" is listed so the flush after each
 # test (tests/conftest.py, on the owner connection) is allowed to run: pytest-django's live
@@ -90,8 +91,14 @@ def test_sign_in_and_edit_what_the_agent_wrote(pages, api, acme_team, live_serve
     shot(page, "home")
 
 
-def test_a_stale_edit_is_refused_and_nothing_is_overwritten(alice_page, api, acme) -> None:
+def test_a_stale_edit_is_refused_and_nothing_is_overwritten(alice_page, pages, api, acme) -> None:
     page = alice_page
+    with tenant_context(acme.tenant.id):
+        document = MemoryDocument.objects.select_related("end_user").get(
+            end_user__user_id="alice", path="/notes/diet.md")
+    # The refused save answers 409 with the document as it is now.
+    pages.expect_failed_load(409, person_url(document.end_user, "web:document_edit",
+                                             document_id=document.pk))
     _open(page, "/notes/diet.md")
     page.get_by_role("link", name="Edit").click()
     page.get_by_label("Content", exact=True).fill("My version.\n")
@@ -149,6 +156,8 @@ def test_the_person_page_on_a_phone(pages, api, acme) -> None:
 
 def test_a_portal_link_works_once(pages, api) -> None:
     url = api.portal_link("carol")
+    pages.expect_failed_load(410, urlsplit(url).path)
+    pages.expect_failed_load(404, "/t/acme/")
     first = pages.new()
     first.goto(url)
     expect(first.get_by_role("heading", name="What the AI remembers")).to_be_visible()
@@ -163,6 +172,7 @@ def test_a_portal_link_works_once(pages, api) -> None:
 
 
 def test_an_admin_changes_a_limit_and_the_api_enforces_it(pages, api, acme_team) -> None:
+    pages.expect_failed_load(422, "/t/acme/settings")  # the refused value, shown with its reason
     page = pages.new(user=acme_team.admin)
     page.goto("/t/acme/")
     page.get_by_role("link", name="Settings").click()
@@ -233,6 +243,7 @@ def test_members_page_and_another_tenants_pages_are_404(pages, acme_team, globex
     expect(page.get_by_role("heading", name="Invitation sent to newcomer@acme.test")).to_be_visible()
     shot(page, "tenant-members-phone")
     for url in ("/t/globex/", "/t/globex/settings", "/t/globex/keys"):
+        pages.expect_failed_load(404, url)
         response = page.goto(url)
         assert response.status == 404
         expect(page.get_by_role("heading", name="Not found")).to_be_visible()

@@ -126,6 +126,7 @@ def test_a_refusal_shows_beside_its_field_and_saves_nothing(acme, acme_team, fie
 def test_an_admin_sets_the_capture_policy_in_the_browser(pages, acme, acme_team,
                                                          live_server) -> None:
     api = Api(live_server.url, acme.key)
+    pages.expect_failed_load(422, "/t/acme/settings")  # the bad pattern, refused with its reason
     page = pages.new(user=acme_team.admin)
     page.goto("/t/acme/settings")
     page.get_by_label("tool").check()

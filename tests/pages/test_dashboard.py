@@ -11,7 +11,8 @@ from django.core import mail
 from django.test import Client
 from rest_framework.test import APIClient
 
-from memoryhub.models import EndUser, EventType, MemoryEvent, Profile
+from memoryhub.models import EndUser, Profile
+from memoryhub.services.events import pressure_event
 from tenants.context import tenant_context
 from tenants.models import AuditEntry, Membership, Role
 from tests.pages.conftest import signed_in, write
@@ -36,8 +37,8 @@ def test_overview_counts_this_tenant_only(acme, globex, acme_team) -> None:
     write(acme.tenant, "bob", "/b.md", "123", scope="session", scope_key="s")
     write(globex.tenant, "carol", "/c.md", "x" * 1000)
     with tenant_context(acme.tenant.pk):
-        MemoryEvent.objects.create(type=EventType.PRESSURE, actor="assistant", user_id="bob",
-                                   data={"scope": "session"})
+        pressure_event(tenant_id=acme.tenant.pk, user_id="bob", actor="assistant",
+                       scope="session", scope_key="s", used_bytes=2, limit_bytes=1)
     html = signed_in(acme_team.admin).get("/t/acme/").content.decode()
     stats = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", html))
     assert stats["End users"] == "2"

@@ -17,6 +17,7 @@ from memoryhub.tasks import augment_conversation
 from tests.pages.browser import Api, shot
 from tests.pages.conftest import person, person_url, signed_in
 from tests.pages.test_person_conversations import BROWSER, LIVE, messages
+from tests.pages.test_person_page import HTMX
 
 SAID = ["I live in Lisbon and I love jazz.", "Noted.", "My dog is called Rex.", "Nice name!"]
 
@@ -44,8 +45,7 @@ def alice(acme, acme_team):
 def test_facts_are_grouped_with_where_they_came_from(alice, acme) -> None:
     end_user, client = alice
     conversation, facts = _learn(acme)
-    html = client.get(person_url(end_user)).content.decode()
-    section = html[html.index('id="facts"'):html.index('id="conversations"')]
+    section = _facts_section(client.get(person_url(end_user)).content.decode())
     assert section.index("About you") < section.index("User lives in Lisbon")
     assert section.index("What you like and dislike") < section.index("User loves jazz")
     assert section.index("People and pets") < section.index("User&#x27;s dog is called Rex")
@@ -57,32 +57,103 @@ def test_facts_are_grouped_with_where_they_came_from(alice, acme) -> None:
     assert f'id="msg-{message_id}"' in opened and "My dog is called Rex." in opened
 
 
+def _api_facts(kit, user: str = "alice") -> dict[str, dict]:
+    facts = kit.client.get(f"/api/v1/users/{user}/facts", {"include_invalid": "true"}).json()
+    return {f["id"]: f for f in facts["facts"]}
+
+
+def _facts_section(html: str) -> str:
+    return html[html.index('id="facts"'):html.index('id="conversations"')]
+
+
 def test_edit_invalidate_and_delete_are_the_persons(alice, acme) -> None:
+    """Without htmx: plain forms, post/redirect/get, a refused edit shown on the page."""
     end_user, client = alice
     _, facts = _learn(acme)
     facts = _by_object(facts)
     base = f"{person_url(end_user)}facts"
     lisbon, jazz, rex = facts["Lisbon"], facts["jazz"], facts["Rex"]
+    form = client.get(f"{base}/{lisbon['id']}/edit").content.decode()
+    assert "<html" in form and f'id="fact-{lisbon["id"]}-content"' in form
     response = client.post(f"{base}/{lisbon['id']}/edit",
                            {"content": "User lives in Porto", "version": lisbon["version"]})
-    assert response.status_code == 302 and response["Location"].endswith("#facts")
+    assert response.status_code == 302
+    assert response["Location"] == f"{person_url(end_user)}#fact-{lisbon['id']}"
     stale = client.post(f"{base}/{lisbon['id']}/edit",
                         {"content": "User lives in Faro", "version": lisbon["version"]})
-    assert stale.status_code == 302
-    client.post(f"{base}/{jazz['id']}/invalidate")
-    client.post(f"{base}/{rex['id']}/delete")
-    api = "/api/v1/users/alice/facts"
-    after = {f["id"]: f for f in acme.client.get(api, {"include_invalid": "true"}).json()["facts"]}
+    assert stale.status_code == 409
+    assert "User lives in Porto" in stale.content.decode()  # the newer text, to edit again
+    assert client.get(f"{base}/{lisbon['id']}/")["Location"].endswith(f"#fact-{lisbon['id']}")
+    assert client.post(f"{base}/{jazz['id']}/invalidate",
+                       {"version": jazz["version"]}).status_code == 302
+    client.post(f"{base}/{rex['id']}/delete", {"version": rex["version"]})
+    after = _api_facts(acme)
     assert set(after) == {lisbon["id"], jazz["id"]}
     assert after[lisbon["id"]]["content"] == "User lives in Porto"
     assert after[jazz["id"]]["invalid_at"] is not None
     assert {f["updated_by"] for f in after.values()} == {"user"}
-    history = acme.client.get(f"{api}/{jazz['id']}/history").json()["history"]
+    history = acme.client.get(f"/api/v1/users/alice/facts/{jazz['id']}/history").json()["history"]
     assert [(h["event"], h["actor"]) for h in history][-1] == ("invalidated", "user")
     html = client.get(person_url(end_user)).content.decode()
     invalid = html[html.index('id="facts-invalid"'):html.index('id="conversations"')]
     assert "User loves jazz" in invalid and "User lives in Porto" not in invalid
-    assert "Rex" not in html[html.index('id="facts"'):html.index('id="conversations"')]
+    assert "Rex" not in _facts_section(html)
+
+
+def test_htmx_edits_a_fact_in_place(alice, acme) -> None:
+    end_user, client = alice
+    _, facts = _learn(acme)
+    lisbon = _by_object(facts)["Lisbon"]
+    item = f'<li id="fact-{lisbon["id"]}"'
+    edit = f"{person_url(end_user)}facts/{lisbon['id']}/edit"
+    form = client.get(edit, **HTMX).content.decode()
+    assert "<html" not in form and form.lstrip().startswith(item)
+    assert "User lives in Lisbon</textarea>" in form and 'name="version" value="1"' in form
+    cancelled = client.get(f"{person_url(end_user)}facts/{lisbon['id']}/", **HTMX).content.decode()
+    assert cancelled.lstrip().startswith(item) and "<textarea" not in cancelled
+
+    blank = client.post(edit, {"content": "  ", "version": 1}, **HTMX)
+    assert blank.status_code == 422 and "Write the fact to save." in blank.content.decode()
+    secret = client.post(edit, {"content": "My key is sk-ant-api03-" + "a" * 40, "version": 1},
+                         **HTMX)
+    assert secret.status_code == 422 and "looks like a credential" in secret.content.decode()
+    saved = client.post(edit, {"content": "User lives in Porto", "version": 1}, **HTMX)
+    html = saved.content.decode()
+    assert saved.status_code == 200 and html.lstrip().startswith(item)
+    assert "User lives in Porto" in html and "<textarea" not in html
+    assert 'id="notice"' in html and "Saved: User lives in Porto" in html
+    # The app edits it meanwhile: a save from the old form is refused, the newer text shown.
+    acme.client.patch(f"/api/v1/users/alice/facts/{lisbon['id']}",
+                      {"content": "User lives in Braga"}, format="json")
+    stale = client.post(edit, {"content": "User lives in Faro", "version": 2}, **HTMX)
+    html = stale.content.decode()
+    assert stale.status_code == 409 and "changed after you opened it" in html
+    assert "User lives in Braga</textarea>" in html and 'name="version" value="3"' in html
+    assert '<pre class="content">User lives in Faro</pre>' in html
+    assert _api_facts(acme)[lisbon["id"]]["content"] == "User lives in Braga"
+
+
+def test_htmx_marks_no_longer_true_and_deletes_refreshing_the_section(alice, acme) -> None:
+    end_user, client = alice
+    _, facts = _learn(acme)
+    facts = _by_object(facts)
+    base = f"{person_url(end_user)}facts"
+    jazz, rex = facts["jazz"], facts["Rex"]
+    marked = client.post(f"{base}/{jazz['id']}/invalidate", {"version": 1}, **HTMX)
+    html = marked.content.decode()
+    assert marked.status_code == 200 and html.lstrip().startswith('<section id="facts"')
+    assert "User loves jazz" in html[html.index('id="facts-invalid"'):]
+    assert "Marked as no longer true: User loves jazz" in html
+    # A delete from a page showing an older version is refused; nothing goes.
+    acme.client.patch(f"/api/v1/users/alice/facts/{rex['id']}", {"confidence": 0.5},
+                      format="json")
+    refused = client.post(f"{base}/{rex['id']}/delete", {"version": 1}, **HTMX).content.decode()
+    assert "changed after you opened it and was not deleted" in refused and "is-error" in refused
+    assert rex["id"] in _api_facts(acme)
+    deleted = client.post(f"{base}/{rex['id']}/delete", {"version": 2}, **HTMX).content.decode()
+    assert "Deleted: User&#x27;s dog is called Rex" in deleted
+    assert f'id="fact-{rex["id"]}"' not in deleted
+    assert rex["id"] not in _api_facts(acme)
 
 
 def test_another_persons_or_tenants_fact_is_not_found(alice, acme, globex) -> None:
@@ -90,10 +161,13 @@ def test_another_persons_or_tenants_fact_is_not_found(alice, acme, globex) -> No
     _, theirs = _learn(globex)
     _, bobs = _learn(acme, user="bob")
     for fact in (theirs[0], bobs[0]):
-        for action in ("edit", "invalidate", "delete"):
-            response = client.post(f"{person_url(end_user)}facts/{fact['id']}/{action}",
-                                   {"content": "x", "version": 1})
-            assert response.status_code == 404
+        url = f"{person_url(end_user)}facts/{fact['id']}/"
+        for headers in ({}, HTMX):
+            assert client.get(url, **headers).status_code == 404
+            assert client.get(f"{url}edit", **headers).status_code == 404
+            for action in ("edit", "invalidate", "delete"):
+                response = client.post(f"{url}{action}", {"content": "x", "version": 1}, **headers)
+                assert response.status_code == 404
     assert len(globex.client.get("/api/v1/users/alice/facts").json()["facts"]) == 3
 
 
@@ -115,6 +189,15 @@ def test_the_download_and_the_export_hold_facts_and_their_history(alice, acme) -
 # --- in the browser -----------------------------------------------------------------------------
 
 
+def _kept_page(page: Any) -> None:
+    """Marks the loaded document: an htmx swap keeps the mark, a page load loses it."""
+    page.evaluate("window.keptPage = true")
+
+
+def _still_kept(page: Any) -> bool:
+    return page.evaluate("window.keptPage === true")
+
+
 @BROWSER
 @LIVE
 def test_the_person_corrects_what_was_learnt(pages, acme, live_server) -> None:
@@ -131,21 +214,77 @@ def test_the_person_corrects_what_was_learnt(pages, acme, live_server) -> None:
     rex.get_by_role("link", name="where you said it").click()
     expect(page.locator(".turn.role-user", has_text="My dog is called Rex.")).to_be_in_viewport()
     page.go_back()
+    _kept_page(page)
 
+    # Edit in place: the form replaces the fact, Cancel brings it back, Save keeps the text.
     lisbon = facts.locator(".fact", has_text="User lives in Lisbon")
-    lisbon.get_by_text("Edit…").click()
-    lisbon.get_by_label("Fact").fill("User lives in Porto")
-    lisbon.get_by_role("button", name="Save").click()
-    expect(page.locator("#facts")).to_contain_text("User lives in Porto")
+    lisbon_id = lisbon.get_attribute("id")
+    lisbon.get_by_role("link", name="Edit").click()
+    field = page.locator(f"#{lisbon_id}").get_by_label("Fact")
+    expect(field).to_be_focused()
+    field.fill("User lives in Faro")
+    page.locator(f"#{lisbon_id}").get_by_role("link", name="Cancel").click()
+    expect(page.locator(f"#{lisbon_id} .fact-content")).to_have_text("User lives in Lisbon")
+    page.locator(f"#{lisbon_id}").get_by_role("link", name="Edit").click()
+    # The blank text is refused with 422, which the browser logs as a failed load.
+    pages.expect_failed_load(422, page.locator(f"#{lisbon_id} form.edit").get_attribute("hx-post"))
+    page.locator(f"#{lisbon_id}").get_by_label("Fact").fill("   ")
+    page.locator(f"#{lisbon_id}").get_by_role("button", name="Save").click()
+    expect(page.locator(f"#{lisbon_id} .errors")).to_have_text("Write the fact to save.")
+    page.locator(f"#{lisbon_id}").get_by_label("Fact").fill("User lives in Porto")
+    page.locator(f"#{lisbon_id}").get_by_role("button", name="Save").click()
+    expect(page.locator(f"#{lisbon_id} .fact-content")).to_have_text("User lives in Porto")
+    expect(page.locator("#notice")).to_have_text("Saved: User lives in Porto")
+    expect(page.locator(f"#{lisbon_id}").get_by_role("link", name="Edit")).to_be_focused()
 
+    # "No longer true" moves the fact apart; the rest of the page stays as it was.
     facts.locator(".fact", has_text="User loves jazz").get_by_role(
         "button", name="No longer true").click()
     expect(page.locator("#facts-invalid")).to_contain_text("User loves jazz")
+    expect(page.locator("#notice")).to_have_text("Marked as no longer true: User loves jazz")
 
+    # Delete asks first.
     rex = page.locator("#facts .fact", has_text="User's dog is called Rex")
     rex.get_by_text("Delete…").click()
     rex.get_by_role("button", name="Yes, delete it").click()
     expect(page.locator("#facts")).not_to_contain_text("Rex")
+    expect(page.locator("#facts-heading")).to_be_focused()
+    assert _still_kept(page)  # every step was a swap, not a page load
     shot(page, "person-facts-corrected")
     left = api.http.get("/users/alice/facts", params={"include_invalid": "true"}).json()["facts"]
     assert sorted(f["content"] for f in left) == ["User lives in Porto", "User loves jazz"]
+    assert {f["updated_by"] for f in left} == {"user"}
+
+
+@BROWSER
+@LIVE
+def test_a_stale_fact_edit_shows_the_newer_text(pages, acme, live_server) -> None:
+    api = Api(live_server.url, acme.key)
+    conversation = api.capture("alice", "s-1", messages(*SAID, minutes=0))["conversation_id"]
+    augment_conversation(tenant_id=acme.tenant.id, conversation_id=conversation)
+    page: Any = pages.new()
+    page.goto(api.portal_link("alice"))
+    _kept_page(page)
+    lisbon = page.locator("#facts .fact", has_text="User lives in Lisbon")
+    lisbon_id = lisbon.get_attribute("id")
+    fact_id = lisbon_id.removeprefix("fact-")
+    lisbon.get_by_role("link", name="Edit").click()
+    item = page.locator(f"#{lisbon_id}")
+    # The stale save is refused with 409, which the browser logs as a failed load.
+    pages.expect_failed_load(409, item.locator("form.edit").get_attribute("hx-post"))
+    item.get_by_label("Fact").fill("User lives in Faro")
+    # The app changes the fact while the person types.
+    assert api.http.patch(f"/users/alice/facts/{fact_id}",
+                          json={"content": "User lives in Braga"}).status_code == 200
+    item.get_by_role("button", name="Save").click()
+    expect(item.get_by_role("alert")).to_contain_text("changed after you opened it")
+    expect(item.get_by_label("Fact")).to_have_value("User lives in Braga")
+    expect(item.locator(".attempted pre")).to_have_text("User lives in Faro")
+    assert api.http.get(f"/users/alice/facts/{fact_id}").json()["content"] == "User lives in Braga"
+    item.get_by_label("Fact").fill("User lives in Faro")  # knowing the newer text, it wins
+    item.get_by_role("button", name="Save").click()
+    expect(page.locator(f"#{lisbon_id} .fact-content")).to_have_text("User lives in Faro")
+    assert _still_kept(page)
+    after = api.http.get(f"/users/alice/facts/{fact_id}").json()
+    assert (after["content"], after["updated_by"], after["version"]) == (
+        "User lives in Faro", "user", 3)

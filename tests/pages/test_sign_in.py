@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
 from django.test import Client
@@ -96,13 +97,35 @@ def test_sign_in_and_sign_out(acme_team) -> None:
     assert client.get("/").status_code == 302
 
 
-def test_failed_sign_ins_are_rate_limited(acme_team) -> None:
+def refusals(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.rate_limit for r in caplog.records if r.name == "memoryhub.ratelimit"]
+
+
+def test_failed_sign_ins_are_rate_limited_with_429(acme_team, caplog) -> None:
     client = Client()
     for _ in range(5):
-        client.post("/accounts/login/", {"login": "admin@acme.test", "password": "wrong"})
+        wrong = client.post("/accounts/login/", {"login": "admin@acme.test", "password": "wrong"})
+        assert wrong.status_code == 200 and "not correct" in wrong.content.decode()
+    assert refusals(caplog) == []
+    # The right password is refused too; 429 (not allauth's 200 with a form error) lets
+    # monitoring tell a refusal from a typo, and the refusal is logged.
     response = client.post("/accounts/login/", {"login": "admin@acme.test", "password": PASSWORD})
-    assert response.status_code in (200, 429)
+    assert response.status_code == 429
+    assert "Too many failed login attempts" in response.content.decode()
     assert "_auth_user_id" not in client.session
+    assert refusals(caplog) == ["login_failed"]
+
+
+def test_too_many_sign_in_requests_get_the_429_page(acme_team, settings, caplog) -> None:
+    settings.ACCOUNT_RATE_LIMITS = {**settings.ACCOUNT_RATE_LIMITS, "login": "2/m/ip"}
+    client = Client()
+    for _ in range(2):
+        assert client.post("/accounts/login/", {"login": "x@acme.test", "password": "w"}
+                           ).status_code == 200
+    response = client.post("/accounts/login/", {"login": "admin@acme.test", "password": PASSWORD})
+    assert response.status_code == 429
+    assert "<h1>Too many requests</h1>" in response.content.decode()
+    assert refusals(caplog) == ["allauth"]
 
 
 def test_password_reset_sends_a_link(acme_team) -> None:

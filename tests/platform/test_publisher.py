@@ -42,12 +42,24 @@ def test_a_batch_holds_at_most_batch_items_and_flush_waits_for_all() -> None:
     assert [item for b in sent.batches for item in b] == [(1, d, 1) for d in range(7)]
 
 
+def test_what_arrives_within_the_interval_after_a_send_goes_out_together() -> None:
+    """A lone item leaves after the linger; those behind it wait out the interval, together."""
+    sent = Recorder()
+    publisher = Publisher(sent, linger=0.0, batch=100, interval=1.0)
+    publisher.submit((1, 0, 1))
+    assert publisher.flush(timeout=5)
+    for document in range(1, 4):
+        publisher.submit((1, document, 1))
+    assert publisher.flush(timeout=5)
+    assert sent.batches == [[(1, 0, 1)], [(1, d, 1) for d in range(1, 4)]]
+
+
 def test_a_failed_send_is_logged_and_the_thread_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     sent = Recorder(fail_first=True)
     publisher = Publisher(sent, linger=0.01, batch=100)
     publisher.submit((1, 1, 1))
     assert publisher.flush(timeout=5)
-    assert "embeddings sweep will find them" in caplog.text
+    assert "could not publish 1 embeddings; the sweep will find them" in caplog.text
     publisher.submit((1, 2, 1))
     assert publisher.flush(timeout=5)
     assert sent.batches[-1] == [(1, 2, 1)]

@@ -1,4 +1,5 @@
-"""Recall is exact: on random data it returns what brute force over every visible passage does."""
+"""Recall is exact: on random data it returns what brute force over every visible passage (and
+every valid fact, every message) does."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from psycopg.pq import Format
 
 from memoryhub.infra.db import HalfVec, halfvec_literal
 from memoryhub.infra.embeddings import get_provider, provider_key
-from memoryhub.models import EndUser, MemoryDocument, Passage
-from memoryhub.store.recall import Ranking, Visibility, recall_search
+from memoryhub.models import Conversation, EndUser, Fact, MemoryDocument, Message, Passage
+from memoryhub.store.recall import Ranking, Visibility, recall_search, records_search
 from tenants.context import tenant_context
 from tests.factories import DocumentRowFactory, EndUserFactory
 
@@ -245,3 +246,90 @@ def test_a_query_vector_sent_in_binary_reads_back_as_its_text_form() -> None:
         assert client_side.fetchone()[0] == binary
     # and a plain %s placeholder sends the binary form
     assert connection.connection.adapters.get_dumper(HalfVec, PyFormat.AUTO).format == Format.BINARY
+
+
+# --- facts and messages ----------------------------------------------------------------------
+
+
+def seed_records(kit, rng: np.random.Generator, key: str) -> EndUser:
+    """One person with more facts and messages than the head: 0-2 words each, random vectors
+    (one in eight not embedded yet), confidence and age; one fact in six no longer true."""
+    now = timezone.now()
+    with tenant_context(kit.tenant.id):
+        end_user = EndUserFactory(tenant=kit.tenant, user_id="dora")
+        conversation = Conversation.objects.create(
+            tenant=kit.tenant, end_user=end_user, session_id="s-1", started_at=now,
+            last_message_at=now)
+        facts, messages = [], []
+        for i, vector in enumerate(unit(rng, 520)):
+            text = " ".join(["note", *rng.choice(WORDS, size=int(rng.integers(0, 3)), replace=False)])
+            embedded = rng.random() >= 1 / 8
+            at = now - timedelta(days=float(rng.uniform(0, 400)))
+            vectors = {"embedding": vector.tolist() if embedded else None,
+                       "embedding_provider": key if embedded else ""}
+            if i % 2:
+                messages.append(Message(
+                    tenant=kit.tenant, end_user=end_user, conversation=conversation,
+                    session_id="s-1", seq=len(messages) + 1, role="user", content=text,
+                    created_at=at, captured_at=at, **vectors))
+            else:
+                facts.append(Fact(
+                    tenant=kit.tenant, end_user=end_user, type="fact", content=text,
+                    normalized=text, confidence=round(float(rng.uniform(0.2, 1.0)), 3),
+                    valid_at=at, invalid_at=at if i % 12 == 0 else None, updated_by="app",
+                    **vectors))
+        Message.objects.bulk_create(messages)
+        for fact in Fact.objects.bulk_create(facts):  # auto_now: set each fact's age after
+            Fact.objects.filter(pk=fact.pk).update(updated_at=fact.valid_at)
+    return end_user
+
+
+def brute_force_records(kit, kind: str, end_user: EndUser, query: np.ndarray, terms: list[str],
+                        *, now, limit: int, threshold: float | None) -> list[tuple[str, float]]:
+    """Every valid fact or every message scored with the module's formula (exact words only)."""
+    q = query.astype(np.float16).astype(np.float64)
+    with tenant_context(kit.tenant.id):
+        if kind == "fact":
+            rows = list(Fact.objects.filter(end_user=end_user, invalid_at__isnull=True)
+                        .values_list("id", "content", "embedding", "confidence", "updated_at"))
+        else:
+            rows = [(pk, text, e, 1.0, at) for pk, text, e, at in Message.objects.filter(
+                end_user=end_user).values_list("id", "content", "embedding", "created_at")]
+    ranked = []
+    for pk, text, embedding, confidence, at in rows:
+        vector = 0.0 if embedding is None else max(half_cosine(q, embedding), 0.0)
+        lexical = sum(term in text.split() for term in terms) / max(len(terms), 1)
+        if embedding is None and lexical == 0:
+            continue
+        relevance = 1 - (1 - vector) * (1 - SMALL_SHORTLIST.lexical_weight * lexical)
+        age_days = max((now - at).total_seconds(), 0) / 86400
+        score = relevance * confidence / (1 + SMALL_SHORTLIST.recency_weight * math.log(1 + age_days))
+        if threshold is None or score >= threshold:
+            ranked.append((str(pk), score, at))
+    ranked.sort(key=lambda item: (-item[1], -item[2].timestamp(), item[0]))
+    return [(pk, score) for pk, score, _ in ranked[:limit]]
+
+
+@pytest.mark.parametrize("kind", ["fact", "message"])
+def test_pruned_records_search_equals_brute_force_with_words(acme, globex, kind: str) -> None:
+    """Facts and messages: more rows than the head keeps, words and vectors, several limits
+    and thresholds; another tenant's person of the same name holds rows too."""
+    rng = np.random.default_rng(5)
+    key = provider_key(get_provider())
+    end_user = seed_records(acme, rng, key)
+    seed_records(globex, np.random.default_rng(6), key)
+    now = timezone.now()
+    cases = [(["apple", "zephyr"], 10, None), (["quartz", "violin"], 1, None),
+             (["copper"], 50, None), (["meadow", "falcon"], 10, 0.12), ([], 20, None)]
+    for terms, limit, threshold in cases:
+        query = unit(rng, 1)[0]
+        expected = brute_force_records(acme, kind, end_user, query, terms, now=now, limit=limit,
+                                       threshold=threshold)
+        with tenant_context(acme.tenant.id):
+            hits = records_search(
+                kind=kind, end_user_id=end_user.pk, query_vector=query.tolist(), provider=key,
+                terms=terms, limit=limit, threshold=threshold, ranking=SMALL_SHORTLIST, now=now,
+            )
+        assert [h.record_id for h in hits] == [pk for pk, _ in expected], terms
+        assert [h.score for h in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+        assert expected, "the case must return something to compare"

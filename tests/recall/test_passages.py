@@ -14,10 +14,11 @@ from django.utils import timezone
 from memoryhub.infra.embeddings import get_provider, provider_key
 from memoryhub.models import Passage
 from memoryhub.services.documents import document_remove
-from memoryhub.services.passages import document_embed, passages_embed
+from memoryhub.services.passages import document_embed, documents_embed, passages_embed
 from memoryhub.services.writer import Writer
-from memoryhub.tasks import embeddings_sweep
+from memoryhub.tasks import embed_documents, embeddings_sweep
 from tenants.context import tenant_context
+from tests.platform.embedding_server import embedding_server
 from tests.recall.helpers import embed_all, put
 
 SECTIONS = [f"## Part {i}\n" + f"Sentence number {i} of a long memory. " * 40 for i in range(4)]
@@ -119,6 +120,54 @@ def test_embedding_is_idempotent_and_skips_a_version_that_moved_on(acme, globex)
         row = Passage.objects.get()
     assert row.embedding_provider == provider_key(get_provider()) == "hashing:384"
     assert len(row.embedding) == 384
+
+
+def test_documents_of_a_message_are_embedded_together_in_few_statements(acme, globex) -> None:
+    """One message's documents: one read of the versions, one of the passages, one provider
+    call and one update, whatever their number; a version that moved on is left out."""
+    documents = [put(acme, "alice", f"/n{i}.md", "\n\n".join(SECTIONS[: i + 1])) for i in range(3)]
+    put(acme, "alice", "/n0.md", "rewritten: version 2")
+    asked = [(d.pk, 1) for d in documents] + [(documents[2].pk, 1)]  # the sweep and a write
+    with tenant_context(acme.tenant.id):
+        expected = Passage.objects.filter(document__in=documents[1:]).count()
+    with tenant_context(acme.tenant.id), CaptureQueriesContext(connection) as queries:
+        assert documents_embed(documents=asked) == expected > 2  # n1's and n2's passages
+    assert len(queries) <= 4 + 2  # + the tenant setting and synchronous_commit
+    with tenant_context(acme.tenant.id):
+        waiting = Passage.objects.filter(embedding__isnull=True)
+        assert list(waiting.values_list("document_id", "document_version")) == [(documents[0].pk, 2)]
+        assert documents_embed(documents=asked) == 0
+
+
+def embedded_paths(kit) -> list[str]:
+    with tenant_context(kit.tenant.id):
+        return sorted(Passage.objects.filter(embedding__isnull=False)
+                      .values_list("document__path", flat=True).distinct())
+
+
+def test_a_task_also_embeds_what_waits_in_its_tenant(acme, globex) -> None:
+    """The worker's task for one write catches up on the tenant's others (their messages are
+    still queued): the first task after a burst gives the burst its vectors."""
+    first, *_ = [put(acme, "alice", f"/n{i}.md", f"note number {i}") for i in range(3)]
+    put(globex, "bob", "/g.md", "another tenant's note")
+    assert embed_documents(items=[[acme.tenant.id, first.pk, 1]]) == 3
+    assert embedded_paths(acme) == ["/n0.md", "/n1.md", "/n2.md"]
+    assert embedded_paths(globex) == []
+    assert embed_documents(items=[[acme.tenant.id, first.pk, 1]]) == 0  # the queued ones
+
+
+def test_a_provider_refusing_the_catch_up_leaves_the_task_its_own_rows(acme, settings) -> None:
+    """A row the provider refuses must not stop every task of the tenant: the task asks again
+    for its own rows alone."""
+    with embedding_server(dimension=384) as server:
+        settings.MEMORYHUB_EMBEDDINGS = {**settings.MEMORYHUB_EMBEDDINGS, "provider": "openai",
+                                         "url": server.url, "model": "mini"}
+        server.script.append((400, {}, {"error": {"message": "input rejected"}}))
+        mine = put(acme, "alice", "/mine.md", "the task's own note")
+        put(acme, "alice", "/waiting.md", "a note the provider refuses")
+        assert embed_documents(items=[[acme.tenant.id, mine.pk, 1]]) == 1
+    assert [len(request["input"]) for request in server.requests] == [2, 1]
+    assert embedded_paths(acme) == ["/mine.md"]
 
 
 def test_deleting_a_document_deletes_its_passages(acme, globex) -> None:

@@ -12,6 +12,7 @@ from memoryhub.infra.embeddings import get_provider, provider_key
 from memoryhub.models import EndUser, Fact, FactVersion, Message
 from memoryhub.services.facts import fact_learn
 from memoryhub.services.passages import record_embed
+from memoryhub.tasks import embed_records
 from tenants.context import tenant_context
 from tests.recall.helpers import put, recall
 
@@ -129,6 +130,21 @@ def test_an_edited_fact_loses_its_vector_until_embedded_again(acme) -> None:
         assert record_embed(kind="fact", record_id=fact["id"]) == 1
     hit = recall(acme, "alice", query="oolong", sources=["facts"]).json()["results"][0]
     assert hit["snippet"] == "User drinks oolong"
+
+
+def test_a_records_task_also_embeds_the_facts_and_messages_waiting_in_its_tenant(
+    acme, globex,
+) -> None:
+    fact = add_fact(acme, "User drinks green tea")
+    add_fact(acme, "User has two cats")
+    capture(acme, "Hello there", "I moved to Lisbon")
+    capture(globex, "Another tenant's message", user="bob")
+    assert embed_records(items=[[acme.tenant.id, "fact", fact["id"]]]) == 2 + 2
+    with tenant_context(acme.tenant.id):
+        assert not Fact.objects.filter(embedding__isnull=True).exists()
+        assert not Message.objects.filter(embedding__isnull=True).exists()
+    with tenant_context(globex.tenant.id):
+        assert Message.objects.filter(embedding__isnull=True).count() == 1
 
 
 def test_a_near_duplicate_merges_by_similarity(acme, settings) -> None:

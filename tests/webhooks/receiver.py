@@ -1,18 +1,47 @@
-"""A tenant's webhook receiver on 127.0.0.1: records what arrives, answers scripted statuses."""
+"""A tenant's webhook receiver on 127.0.0.1: records what arrives, answers scripted statuses,
+and checks signatures as a receiver would, from the README's formula alone; and, for tests
+elsewhere that need one, a fixture allowing such private URLs."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import math
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+# README, "Recall, workers and webhooks": X-MemoryHub-Timestamp, and X-MemoryHub-Signature:
+# sha256=<HMAC-SHA256 of "<timestamp>.<body>" with the endpoint's secret>. Written out here
+# rather than imported, so that a change of the product's formula breaks the tests.
+TIMESTAMP = "X-MemoryHub-Timestamp"
+SIGNATURE = "X-MemoryHub-Signature"
 
 
 @dataclass
 class Received:
     headers: dict[str, str]
     body: bytes
+    arrived_at: float  # time.time() when the request was read
+
+    def signed_by(self, secret: str) -> bool:
+        """The signature header is the documented HMAC of this timestamp and body."""
+        timestamp = self.headers.get(TIMESTAMP, "")
+        digest = hmac.new(secret.encode(), timestamp.encode() + b"." + self.body, hashlib.sha256)
+        return hmac.compare_digest(self.headers.get(SIGNATURE, ""), f"sha256={digest.hexdigest()}")
+
+    def signed_between(self, earliest: float) -> bool:
+        """The timestamp is Unix seconds, no earlier than ``earliest`` (when the test started
+        what sent it) and no later than the request's arrival: signed for this attempt."""
+        timestamp = self.headers.get(TIMESTAMP, "")
+        return (timestamp.isascii() and timestamp.isdigit()
+                and math.floor(earliest) <= int(timestamp) <= self.arrived_at)
 
 
 @dataclass
@@ -30,7 +59,7 @@ def webhook_receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # http.server's naming
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            receiver.received.append(Received(dict(self.headers.items()), body))
+            receiver.received.append(Received(dict(self.headers.items()), body, time.time()))
             status = receiver.statuses.pop(0) if receiver.statuses else 200
             self.send_response(status)
             self.send_header("Content-Length", "0")
@@ -49,3 +78,9 @@ def webhook_receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def private_urls_allowed(settings: Any) -> None:
+    """Webhook URLs on 127.0.0.1 (the receiver's) are allowed, as with WEBHOOK_ALLOW_PRIVATE_URLS."""
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}

@@ -7,6 +7,8 @@ through a real worker.
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -151,24 +153,47 @@ def test_a_delivery_is_signed_and_sent_once(acme, globex, private_urls_allowed) 
         created = create(acme, receiver.url)
         sent = event(acme)
         delivery = delivery_of(acme)
+        sending = time.time()
         assert deliver(acme, delivery.pk) == DeliveryStatus.DELIVERED
         assert deliver(acme, delivery.pk) == "skipped"  # idempotent
     assert len(receiver.received) == 1
     request = receiver.received[0]
     assert json.loads(request.body) == json.loads(event_payload(sent))
     assert json.loads(request.body) == {
-        "id": sent.id, "type": "memory.changed", "created_at": json.loads(request.body)["created_at"],
+        "id": sent.seq, "type": "memory.changed", "created_at": json.loads(request.body)["created_at"],
         "actor": "app", "user_id": "alice",
         "data": {"change": "created", "path": "/a.md", "scope": "global", "scope_key": None},
     }
+    # As a receiver checks it, from the README's formula; and as the product's helper does.
+    assert request.signed_by(created["secret"]) and request.signed_between(sending)
     assert signature_valid(secret=created["secret"], timestamp=request.headers[TIMESTAMP_HEADER],
                            body=request.body, header=request.headers[SIGNATURE_HEADER])
-    assert not signature_valid(secret="whsec_other", timestamp=request.headers[TIMESTAMP_HEADER],
-                               body=request.body, header=request.headers[SIGNATURE_HEADER])
+    # The check can fail: another secret, another body, another timestamp, a stale one.
+    assert not request.signed_by("whsec_other")
+    assert not replace(request, body=request.body + b" ").signed_by(created["secret"])
+    later = str(int(request.headers[TIMESTAMP_HEADER]) + 1)
+    assert not replace(request, headers={**request.headers, TIMESTAMP_HEADER: later}).signed_by(
+        created["secret"])
+    assert not request.signed_between(request.arrived_at + 1)
     assert request.headers[EVENT_HEADER] == "memory.changed"
-    assert request.headers[DELIVERY_HEADER] == str(delivery.pk)
+    assert request.headers[DELIVERY_HEADER] == str(delivery.seq)
     shown = acme.client.get(f"/api/v1/webhooks/{created['id']}").json()
     assert shown["last_status"] == 200 and shown["last_success_at"] and not shown["failing_since"]
+
+
+def test_delivery_ids_are_numbered_per_tenant(acme, globex, private_urls_allowed) -> None:
+    """X-MemoryHub-Delivery is the delivery's number in its tenant, like event ids: one
+    sequence for every tenant would tell each the others' volume."""
+    create(acme, "https://hooks.example.com/a")
+    create(acme, "https://hooks.example.com/b")
+    create(globex, "https://hooks.example.com/g")
+    event(acme)
+    event(globex)
+    event(acme, path="/b.md")
+    for kit, expected in ((acme, [(1, 1), (1, 2), (2, 3), (2, 4)]), (globex, [(1, 1)])):
+        with tenant_context(kit.tenant.id):
+            numbers = WebhookDelivery.objects.order_by("seq").values_list("event__seq", "seq")
+            assert list(numbers) == expected
 
 
 def test_a_failure_is_retried_later_with_backoff(acme, globex, private_urls_allowed) -> None:

@@ -10,11 +10,13 @@ embedded server it connects as the application role, so RLS applies to it.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import kombu.pools
@@ -43,45 +45,70 @@ def _point_celery_at(conf: dict) -> None:
     kombu.pools.reset()
 
 
-@pytest.fixture(scope="module")
-def celery_worker(django_db_setup, tmp_path_factory) -> Iterator[str]:
-    """Start one worker for the module; yields the queue name."""
-    redis.Redis.from_url(REDIS_URL).ping()  # Redis is part of the test environment (.ci/run)
-    queue = f"memoryhub-test-{uuid.uuid4().hex[:12]}"
-    log = Path(tmp_path_factory.mktemp("worker")) / "worker.log"
+@contextmanager
+def worker_running(log: Path, *, broker_url: str, queue: str, env: dict[str, str] | None = None,
+                   beat: bool = False) -> Iterator[subprocess.Popen]:
+    """``celery -A memoryhub worker`` (2 processes; with ``beat``, the sweeps too) on
+    ``broker_url`` and ``queue`` against the test database, until the block ends. In a
+    session of its own, so that ``os.killpg`` reaches the pool's processes too."""
     env = {
         **os.environ,  # MEMORYHUB_DB_NAME is the test database by now
-        "CELERY_BROKER_URL": REDIS_URL, "CELERY_QUEUE": queue,
+        "CELERY_BROKER_URL": broker_url, "CELERY_QUEUE": queue,
         "SECRET_KEY": "worker-under-test", "DB_POOL": "0",
-        "WEBHOOK_ALLOW_PRIVATE_URLS": "1", "WEBHOOK_RETRY_BASE": "1",
+        "WEBHOOK_ALLOW_PRIVATE_URLS": "1", "WEBHOOK_RETRY_BASE": "1", **(env or {}),
     }
     command = [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--loglevel",
                "INFO", "--concurrency", "2", "--without-gossip", "--without-mingle",
-               "--without-heartbeat", "--hostname", f"{queue}@%h"]
+               "--without-heartbeat", "--hostname", f"{queue}-{uuid.uuid4().hex[:6]}@%h"]
+    if beat:
+        command += ["--beat", "--schedule", str(log.with_suffix(".beat"))]
     with log.open("w") as out:
         worker = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  cwd=Path(__file__).resolve().parents[2])
-    saved = {key: celery_app.conf[key] for key in
-             ("broker_url", "broker_transport_options", "task_default_queue")}
+                                  cwd=Path(__file__).resolve().parents[2], start_new_session=True)
     try:
         deadline = time.monotonic() + READY_TIMEOUT
         while " ready." not in log.read_text():
             if worker.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"the worker did not start:\n{log.read_text()}")
             time.sleep(0.1)
-        _point_celery_at({"broker_url": REDIS_URL, "broker_transport_options": {},
-                          "task_default_queue": queue})
-        yield queue
+        yield worker
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-        _point_celery_at(saved)
-        redis.Redis.from_url(REDIS_URL).delete(queue)
+        if worker.poll() is None:
+            worker.terminate()
+            try:
+                worker.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
         if os.environ.get("MEMORYHUB_SHOW_WORKER_LOG"):
             print(log.read_text())
+
+
+@contextmanager
+def celery_pointed_at(broker_url: str, queue: str) -> Iterator[None]:
+    """This process's on-commit hooks publish to ``broker_url`` and ``queue`` in the block."""
+    saved = {key: celery_app.conf[key] for key in
+             ("broker_url", "broker_transport_options", "task_default_queue")}
+    _point_celery_at({"broker_url": broker_url, "broker_transport_options": {},
+                      "task_default_queue": queue})
+    try:
+        yield
+    finally:
+        _point_celery_at(saved)
+
+
+@pytest.fixture(scope="module")
+def celery_worker(django_db_setup, tmp_path_factory) -> Iterator[str]:
+    """Start one worker for the module; yields the queue name."""
+    redis.Redis.from_url(REDIS_URL).ping()  # Redis is part of the test environment (.ci/run)
+    queue = f"memoryhub-test-{uuid.uuid4().hex[:12]}"
+    log = Path(tmp_path_factory.mktemp("worker")) / "worker.log"
+    try:
+        with worker_running(log, broker_url=REDIS_URL, queue=queue), \
+                celery_pointed_at(REDIS_URL, queue):
+            yield queue
+    finally:
+        redis.Redis.from_url(REDIS_URL).delete(queue)
 
 
 def wait_for(predicate, *, timeout: float = 20.0, interval: float = 0.1):

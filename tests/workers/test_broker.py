@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
 from kombu import Connection, Exchange, Producer, Queue
 
 import memoryhub.celery  # noqa: F401 - maps redis:// to memoryhub.infra.broker
-from memoryhub.infra.broker import Channel
+from memoryhub.infra.broker import Channel, FilesystemChannel
 from tests.workers.conftest import REDIS_URL
 
 
@@ -48,3 +51,70 @@ def test_publishes_reuse_one_client_per_pool_and_every_message_arrives(queue_nam
     # kombu's Redis messages carry their body base64-encoded
     bodies = sorted(json.loads(base64.b64decode(json.loads(message)["body"]))["n"] for message in raw)
     assert bodies == [0, 1, 2]
+
+
+# --- the filesystem transport (make run's default broker) ------------------------------------
+
+
+def fs_queue() -> Queue:
+    """A queue of its own: kombu keeps the filesystem transport's bindings in one global
+    state for every folder, so a name bound in another test's folder would route nowhere here."""
+    name = f"fs-test-{uuid.uuid4().hex[:8]}"
+    return Queue(name, Exchange(name), routing_key=name)
+
+
+def filesystem_connection(folder: Path) -> Connection:
+    for name in ("out", "processed", "control"):
+        (folder / name).mkdir(exist_ok=True)
+    return Connection("filesystem://", transport_options={
+        "data_folder_in": str(folder / "out"), "data_folder_out": str(folder / "out"),
+        "processed_folder": str(folder / "processed"), "control_folder": str(folder / "control"),
+        "polling_interval": 0.01,
+    })
+
+
+def test_filesystem_messages_written_while_a_worker_reads_all_arrive_whole(tmp_path: Path) -> None:
+    """kombu's own channel lets a reader take a file its writer has created but not yet
+    written: the worker died on the empty message ("Unrecoverable error")."""
+    queue = fs_queue()
+    writers, each, body = 4, 100, "x" * 50_000  # large bodies: long writes
+    received: list[int] = []
+    with filesystem_connection(tmp_path) as reader:
+        assert isinstance(reader.default_channel, FilesystemChannel)
+
+        def write(first: int) -> None:
+            with filesystem_connection(tmp_path) as connection:
+                producer = Producer(connection.default_channel)
+                for n in range(first, first + each):
+                    producer.publish({"n": n, "body": body}, exchange=queue.exchange,
+                                     routing_key=queue.routing_key, declare=[queue],
+                                     serializer="json")
+
+        threads = [threading.Thread(target=write, args=(i * each,)) for i in range(writers)]
+        for thread in threads:
+            thread.start()
+        simple = reader.SimpleQueue(queue)
+        while len(received) < writers * each:
+            message = simple.get(timeout=30)
+            assert message.payload["body"] == body
+            received.append(message.payload["n"])
+            message.ack()
+        for thread in threads:
+            thread.join()
+    assert sorted(received) == list(range(writers * each))
+    assert os.listdir(tmp_path / "out") == os.listdir(tmp_path / "processed") == []
+
+
+def test_an_unreadable_filesystem_message_is_dropped_and_logged_not_fatal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    queue = fs_queue()
+    broken = f"0_broken.{queue.name}.msg"  # sorted first: read before the good one
+    with filesystem_connection(tmp_path) as connection:
+        producer = Producer(connection.default_channel)
+        (tmp_path / "out" / broken).write_bytes(b"")  # what a torn write leaves
+        producer.publish({"n": 1}, exchange=queue.exchange, routing_key=queue.routing_key,
+                         declare=[queue], serializer="json")
+        message = connection.SimpleQueue(queue).get(timeout=10)
+        assert message.payload == {"n": 1}
+    assert f"dropped an unreadable broker message {broken}" in caplog.text

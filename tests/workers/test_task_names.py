@@ -67,19 +67,34 @@ def test_every_task_has_an_explicit_name_that_queued_messages_know() -> None:
     assert {fn: name for fn, name in names.items() if name != f"memoryhub.tasks.{fn}"} == {}
 
 
+ENQUEUERS = ("job_enqueue", "job_enqueue_soon")  # memoryhub/infra/jobs.py, publisher.py
+
+
+def _forwards(function: ast.AST, call: ast.Call) -> bool:
+    """``name=name`` inside a function or loop that has ``name`` itself: the publisher's
+    thread passing a job on; the calls that made the job are checked."""
+    name = next((k.value for k in call.keywords if k.arg == "name"), None)
+    return isinstance(name, ast.Name) and name.id == "name" and any(
+        isinstance(node, ast.arg | ast.Name) and getattr(node, "arg", getattr(node, "id", None))
+        == "name" and node is not name for node in ast.walk(function))
+
+
 def test_jobs_are_enqueued_only_with_the_names_jobs_declares() -> None:
     """A call with a literal name would escape the check above."""
     calls, offenders = 0, []
     for package in PROJECT_PACKAGES:
         for path in sorted((REPO_ROOT / package).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(
-                        node.func, "attr", None)) == "job_enqueue"):
+            for function in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(function, ast.FunctionDef):
                     continue
-                calls += 1
-                name = next((k.value for k in node.keywords if k.arg == "name"), None)
-                constant = getattr(name, "id", getattr(name, "attr", None))
-                if constant not in _name_constants():
-                    offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
-    assert calls >= 2  # the publisher's and the webhooks'
+                for node in ast.walk(function):
+                    if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(
+                            node.func, "attr", None)) in ENQUEUERS) or _forwards(function, node):
+                        continue
+                    calls += 1
+                    name = next((k.value for k in node.keywords if k.arg == "name"), None)
+                    constant = getattr(name, "id", getattr(name, "attr", None))
+                    if constant not in _name_constants():
+                        offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
+    assert calls >= 3  # the publishers', the webhooks' and augmentation's
     assert offenders == []

@@ -1,21 +1,29 @@
-"""Through a real worker: a write gets embedded; a webhook is signed, retried after a 500, sent.
+"""Through a real worker: a write gets embedded; a webhook is signed, retried after a 500, sent;
+what beat sends (retention, the webhooks sweep) runs there too.
 
 ``transactional_db``: the worker is another process and sees only committed rows.
 """
 
 from __future__ import annotations
 
-import pytest
+import time
+from datetime import timedelta
 
-from memoryhub.models import DeliveryStatus, Passage, WebhookDelivery
-from memoryhub.services.webhooks import (
-    DELIVERY_HEADER,
-    SIGNATURE_HEADER,
-    TIMESTAMP_HEADER,
-    signature_valid,
+import pytest
+from django.utils import timezone
+
+from memoryhub.celery import app as celery_app
+from memoryhub.models import (
+    DeliveryStatus,
+    MemoryEvent,
+    Passage,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
+from memoryhub.services.webhooks import DELIVERY_HEADER
 from tenants.context import tenant_context
-from tests.webhooks.receiver import webhook_receiver
+from tests.webhooks.receiver import TIMESTAMP, webhook_receiver
+from tests.workers import test_retention as retention
 from tests.workers.conftest import wait_for
 
 pytestmark = pytest.mark.worker
@@ -72,6 +80,7 @@ def test_a_webhook_is_retried_after_a_500_then_delivered(
     settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
     with webhook_receiver(statuses=[500]) as receiver:
         endpoint = acme.client.post("/api/v1/webhooks", {"url": receiver.url}, format="json").json()
+        writing = time.time()
         put_over_http(acme, "/notes/diet.md", DIET)
 
         def delivered() -> bool:
@@ -81,12 +90,81 @@ def test_a_webhook_is_retried_after_a_500_then_delivered(
 
         wait_for(delivered)
     first, second = receiver.received  # the 500, then the retry (WEBHOOK_RETRY_BASE=1 s)
-    for request in (first, second):
-        assert signature_valid(secret=endpoint["secret"], timestamp=request.headers[TIMESTAMP_HEADER],
-                               body=request.body, header=request.headers[SIGNATURE_HEADER])
+    # Each attempt signed anew (the README's formula, checked as a receiver would): the
+    # retry's timestamp is no earlier than the first attempt's arrival.
+    assert first.signed_by(endpoint["secret"]) and first.signed_between(writing)
+    assert second.signed_by(endpoint["secret"]) and second.signed_between(first.arrived_at)
+    assert int(second.headers[TIMESTAMP]) > int(first.headers[TIMESTAMP])  # retried >= 1 s on
     assert first.body == second.body
     assert first.headers[DELIVERY_HEADER] == second.headers[DELIVERY_HEADER]
     shown = acme.client.get(f"/api/v1/webhooks/{endpoint['id']}").json()
     assert shown["last_status"] == 200 and shown["failing_since"] is None
     with tenant_context(acme.tenant.id):
         assert WebhookDelivery.objects.get().attempts == 2
+
+
+# --- what beat sends --------------------------------------------------------------------------
+
+
+def beat_sends(settings, entry: str) -> None:
+    """What beat does when an entry of CELERY_BEAT_SCHEDULE is due: send its task by name."""
+    celery_app.send_task(settings.CELERY_BEAT_SCHEDULE[entry]["task"])
+
+
+def test_hourly_retention_runs_through_the_worker(
+    transactional_db, celery_worker, acme, globex, settings,
+) -> None:
+    """The retention entry fans out one purge per tenant on the worker; only acme's expired
+    session goes (globex keeps sessions forever), with its `deleted` events."""
+    acme.tenant.session_days = 30
+    acme.tenant.save()
+    globex.tenant.session_days = None
+    globex.tenant.save()
+    retention.seed(acme)
+    retention.seed(globex)
+    beat_sends(settings, "retention-purge")
+
+    def purged() -> bool:
+        """acme's idle session to be purged"""
+        return ("s-old", "/old1.md") not in retention.remaining(acme)
+
+    wait_for(purged)
+    wait_for(lambda: ("s-old", "/old2.md") not in retention.remaining(acme))
+    assert retention.remaining(acme) == [("", "/g.md"), ("cook", "/p.md"),
+                                         ("s-active", "/new.md"), ("s-active", "/old.md")]
+    with tenant_context(acme.tenant.id):
+        deleted = MemoryEvent.objects.filter(data__change="deleted").order_by("id")
+        assert [(e.actor, e.data["path"]) for e in deleted] == [("app", "/old1.md"),
+                                                                ("app", "/old2.md")]
+    assert len(retention.remaining(globex)) == 6
+
+
+def test_the_webhooks_sweep_sends_a_delivery_whose_message_was_lost(
+    transactional_db, celery_worker, acme, globex, settings,
+) -> None:
+    """A pending delivery that no message announced (a crash between commit and enqueue) is
+    found by the sweep entry and sent by the worker, signed."""
+    with webhook_receiver() as receiver:
+        with tenant_context(acme.tenant.id):
+            endpoint = WebhookEndpoint.objects.create(tenant=acme.tenant, url=receiver.url,
+                                                      secret="s" * 32,
+                                                      event_types=["memory.changed"])
+            event = MemoryEvent.objects.create(tenant=acme.tenant, type="memory.changed",
+                                               actor="app", user_id="alice",
+                                               data={"change": "created", "path": "/a.md"})
+            # Due two minutes ago: the sweep leaves a delivery its own message may still send
+            # alone for a minute.
+            WebhookDelivery.objects.create(tenant=acme.tenant, endpoint=endpoint, event=event,
+                                           next_attempt_at=timezone.now() - timedelta(minutes=2))
+        sweeping = time.time()
+        beat_sends(settings, "webhooks-sweep")
+        wait_for(lambda: receiver.received)
+    [request] = receiver.received
+    assert request.signed_by("s" * 32) and request.signed_between(sweeping)
+
+    def delivered() -> bool:
+        """the delivery to be marked delivered"""
+        with tenant_context(acme.tenant.id):
+            return WebhookDelivery.objects.filter(status=DeliveryStatus.DELIVERED).exists()
+
+    wait_for(delivered)

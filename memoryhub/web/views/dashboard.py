@@ -18,10 +18,12 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memoryhub.models import EndUser, Profile
+from memoryhub.models import EndUser, Profile, WebhookEndpoint
 from memoryhub.services.people import end_user_forget, portal_link_create
 from memoryhub.services.profiles import profile_set
+from memoryhub.services.webhooks import Attempt, webhook_test_send, webhook_update
 from memoryhub.web.access import TenantAccess, tenant_page
+from memoryhub.web.charts import usage_charts
 from memoryhub.web.forms import (
     LIMIT_LABELS,
     ApiKeyForm,
@@ -31,9 +33,10 @@ from memoryhub.web.forms import (
     ProfileForm,
     RoleForm,
     TenantSettingsForm,
+    WebhookSwitchForm,
 )
 from memoryhub.web.http import HtmxHttpRequest, actor_label
-from memoryhub.web.partials import render_page
+from memoryhub.web.partials import is_partial_request, render_page
 from memoryhub.web.selectors import (
     PEOPLE_PAGE,
     api_keys_all,
@@ -44,6 +47,8 @@ from memoryhub.web.selectors import (
     members_all,
     profiles_all,
     tenant_overview,
+    webhook_row,
+    webhook_rows,
 )
 from tenants.models import CONVERSATION_SETTING_FIELDS, ApiKey, Invitation, Membership, Permission
 from tenants.services import (
@@ -77,8 +82,9 @@ def _back(access: TenantAccess, name: str) -> HttpResponse:
 @tenant_page()
 @require_GET
 def overview(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    overview = tenant_overview()
     return _page(request, access, "overview.html", section="overview",
-                 overview=tenant_overview(),
+                 overview=overview, charts=usage_charts(overview.usage),
                  augmentation=augmentation_status(enabled=access.tenant.augmentation_enabled))
 
 
@@ -363,3 +369,66 @@ def person_forget(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> Ht
 def audit(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
     page = Paginator(audit_entries(), 50).get_page(request.GET.get("page"))
     return _page(request, access, "audit.html", section="audit", page=page)
+
+
+# --- Webhooks --------------------------------------------------------------------------------
+# Endpoints are added, changed and deleted through the API (/api/v1/webhooks); this page shows
+# what was sent, why an endpoint was switched off, and switches it or tests it, through the
+# same services (memoryhub/services/webhooks.py), which write the audit log.
+
+
+@tenant_page()
+@require_GET
+def webhooks(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
+    return _page(request, access, "webhooks.html", section="webhooks", rows=webhook_rows())
+
+
+def _endpoint_or_404(pk: int) -> WebhookEndpoint:
+    endpoint = WebhookEndpoint.objects.filter(pk=pk).first()
+    if endpoint is None:  # another tenant's id looks exactly like a missing one
+        raise Http404("No such webhook endpoint")
+    return endpoint
+
+
+def _endpoint_changed(request: HtmxHttpRequest, access: TenantAccess, endpoint: WebhookEndpoint,
+                      *, notice: str, error: bool = False) -> HttpResponse:
+    """The endpoint's card with the notice for htmx, else back to the page (post/redirect/get)."""
+    if is_partial_request(request):
+        return _page(request, access, "webhooks.html", section="webhooks",
+                     partials=("endpoint",), row=webhook_row(endpoint), notice=notice,
+                     notice_error=error)
+    (messages.error if error else messages.success)(request, notice)
+    return _back(access, "webhooks")
+
+
+@tenant_page()
+@require_POST
+def webhook_switch(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
+    endpoint = _endpoint_or_404(pk)
+    form = WebhookSwitchForm(request.POST)
+    if not form.is_valid():
+        return _endpoint_changed(request, access, endpoint, notice="Choose on or off.",
+                                 error=True)
+    enabled = form.cleaned_data["enabled"]
+    if enabled != endpoint.enabled:
+        endpoint = webhook_update(tenant=access.tenant, endpoint=endpoint,
+                                  changes={"enabled": enabled}, actor=actor_label(request))
+    notice = ("Switched on: new events are sent to it again (those missed meanwhile are in "
+              "the event feed)." if enabled else "Switched off: no events are sent to it.")
+    return _endpoint_changed(request, access, endpoint, notice=notice)
+
+
+def _test_outcome(attempt: Attempt) -> str:
+    if attempt.ok:
+        return f"The test event was delivered: HTTP {attempt.status}."
+    return f"The test event was not delivered: {attempt.error}."
+
+
+@tenant_page()
+@require_POST
+def webhook_test(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
+    endpoint = _endpoint_or_404(pk)
+    attempt = webhook_test_send(tenant=access.tenant, endpoint=endpoint,
+                                actor=actor_label(request))
+    return _endpoint_changed(request, access, endpoint, notice=_test_outcome(attempt),
+                             error=not attempt.ok)

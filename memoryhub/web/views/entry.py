@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 from allauth.account.adapter import get_adapter
+from allauth.account.views import LoginView
+from allauth.core.internal.httpkit import get_client_ip
 from allauth.mfa.models import Authenticator
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpResponse
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.forms import Form
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -20,6 +27,38 @@ from memoryhub.web.portal import portal_entry, portal_grant_end, portal_grant_st
 from memoryhub.web.selectors import account_end_users, account_memberships
 from tenants.context import tenant_context
 from tenants.services import MembershipRuleError, invitation_accept, invitation_find
+
+# One logger and message for every refusal of a web rate limit, for log-based alerting
+# (the API's 429s are in the access log with their status).
+limits_logger = logging.getLogger("memoryhub.ratelimit")
+
+
+def rate_limit_refused(request: HttpRequest, *, limit: str) -> None:
+    limits_logger.warning("rate limit refused %s %s (%s) from %s", request.method,
+                          request.path, limit, get_client_ip(request) or "unknown address",
+                          extra={"rate_limit": limit})
+
+
+class SignInView(LoginView):
+    """allauth's sign-in, with 429 when too many failed attempts refuse it: allauth itself
+    answers 200 with the form's error, which monitoring cannot tell from a mistyped password.
+    (allauth's per-address limit on sign-in requests answers 429 through ``too_many``.)"""
+
+    def form_invalid(self, form: Form) -> HttpResponse:
+        response: HttpResponse = super().form_invalid(form)
+        if form.has_error(NON_FIELD_ERRORS, code="too_many_login_attempts"):
+            rate_limit_refused(self.request, limit="login_failed")
+            response.status_code = 429
+        return response
+
+
+sign_in = SignInView.as_view()
+
+
+def too_many(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """``handler429``: allauth answers its own limits' refusals with it."""
+    rate_limit_refused(request, limit="allauth")
+    return render(request, "429.html", status=429)
 
 
 @require_GET

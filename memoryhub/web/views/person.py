@@ -46,6 +46,7 @@ from memoryhub.web.forms import (
     ConversationPlaceForm,
     DocumentDeleteForm,
     DocumentEditForm,
+    FactChangeForm,
     FactEditForm,
     ForgetForm,
     MemorySwitchForm,
@@ -54,7 +55,12 @@ from memoryhub.web.forms import (
 from memoryhub.web.http import HtmxHttpRequest
 from memoryhub.web.partials import is_partial_request, render_page
 from memoryhub.web.portal import portal_grant_end
-from memoryhub.web.selectors import end_user_document, end_user_memory, person_facts
+from memoryhub.web.selectors import (
+    end_user_document,
+    end_user_memory,
+    person_fact,
+    person_facts,
+)
 
 TEMPLATE = "web/person.html"
 STALE_MESSAGE = (
@@ -356,7 +362,26 @@ def export(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
     return response
 
 
-# --- Facts -----------------------------------------------------------------------------------
+# --- Facts ---------------------------------------------------------------------------------
+#
+# Like a document, a fact is shown, edited in place and saved (htmx swaps its own item: the
+# partial ``fact``), a stale edit refused with the newer text shown; marking it no longer
+# true or deleting it refreshes the section (``facts``), since the fact moves or goes. Each
+# view answers the whole page (or a redirect) without htmx.
+
+FACT_STALE_MESSAGE = (
+    "This fact changed after you opened it, so your edit was not saved. "
+    "The newer text is shown below; your text is kept underneath to copy from."
+)
+FACT_MOVED_ON = "This fact changed after you opened it and was not {}. Check it again."
+
+
+def _fact_or_404(access: PersonAccess, fact_id: UUID) -> Fact:
+    """The person's fact, to show; another person's or tenant's is the same 404."""
+    fact = fact_find(end_user=access.end_user, fact_id=str(fact_id))
+    if fact is None:
+        raise Http404("No such fact")
+    return fact
 
 
 def _locked_fact(access: PersonAccess, fact_id: UUID) -> tuple[EndUser, Fact]:
@@ -368,37 +393,83 @@ def _locked_fact(access: PersonAccess, fact_id: UUID) -> tuple[EndUser, Fact]:
     return end_user, fact
 
 
+def _fact(request: HtmxHttpRequest, access: PersonAccess, fact: Fact, *, state: str,
+          status: int = 200, **extra: Any) -> HttpResponse:
+    """One fact in a state (show, edit): its partial, or the page around it."""
+    row = person_fact(end_user=access.end_user, fact=fact)
+    context = _context(access, row=row, fact_focus=row, fact_state=state, **extra)
+    return render_page(request, TEMPLATE, context, partials=["fact", "notice"], status=status)
+
+
+def _fact_edit_form(fact: Fact) -> FactEditForm:
+    return FactEditForm(initial={"content": fact.content, "version": fact.version})
+
+
 def _facts_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
                    *, error: bool = False) -> HttpResponse:
+    """After a fact moved or went: the refreshed section for htmx, else back to the page."""
+    if is_partial_request(request):
+        context = _context(access, notice=notice, notice_error=error)
+        return render_page(request, TEMPLATE, context, partials=["facts", "notice"])
     (messages.error if error else messages.success)(request, notice)
     return redirect(f"{_person_url(access)}#facts")
 
 
+def _expected_version(request: HtmxHttpRequest) -> int | None:
+    form = FactChangeForm(request.POST)
+    return form.cleaned_data["version"] if form.is_valid() else None
+
+
 @person_page
-@require_POST
+@require_GET
+def fact_show(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
+    """The fact as listed (the edit's Cancel); without htmx, the page at the fact."""
+    fact = _fact_or_404(access, fact_id)
+    if not is_partial_request(request):
+        return redirect(f"{_person_url(access)}#fact-{fact.pk}")
+    return _fact(request, access, fact, state="show")
+
+
+@person_page
+@require_http_methods(["GET", "POST"])
 def fact_edit(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
+    if request.method == "GET":
+        fact = _fact_or_404(access, fact_id)
+        return _fact(request, access, fact, state="edit", form=_fact_edit_form(fact))
     end_user, fact = _locked_fact(access, fact_id)
     form = FactEditForm(request.POST)
     if not form.is_valid():
-        return _facts_changed(request, access, "Write the fact to save.", error=True)
+        return _fact(request, access, fact, state="edit", form=form, status=422)
     try:
-        fact_update(end_user=end_user, fact=fact, actor=Actor.USER,
-                    expected_version=form.cleaned_data["version"],
-                    content=form.cleaned_data["content"])
+        fact = fact_update(end_user=end_user, fact=fact, actor=Actor.USER,
+                           expected_version=form.cleaned_data["version"],
+                           content=form.cleaned_data["content"])
     except VersionMismatch:
-        return _facts_changed(request, access, "This fact changed after you opened it and was "
-                                               "not saved. Check it again.", error=True)
+        # Nothing was written; the fact as it is now comes back to edit instead.
+        return _fact(request, access, fact, state="edit", form=_fact_edit_form(fact), stale=True,
+                     stale_message=FACT_STALE_MESSAGE, attempted=form.cleaned_data["content"],
+                     status=409)
     except MemoryRefusal as refusal:
-        return _facts_changed(request, access, refusal.message, error=True)
-    return _facts_changed(request, access, f"Saved: {fact.content}")
+        form.add_error("content", refusal.message)
+        return _fact(request, access, fact, state="edit", form=form, status=422)
+    notice = f"Saved: {fact.content}"
+    if not is_partial_request(request):
+        messages.success(request, notice)
+        return redirect(f"{_person_url(access)}#fact-{fact.pk}")
+    return _fact(request, access, fact, state="show", notice=notice)
 
 
 @person_page
 @require_POST
 def fact_invalidate(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
     end_user, fact = _locked_fact(access, fact_id)
-    if fact.invalid_at is None:
-        fact_update(end_user=end_user, fact=fact, actor=Actor.USER, invalid_at=timezone.now())
+    if fact.invalid_at is not None:
+        return _facts_changed(request, access, f"Already marked as no longer true: {fact.content}")
+    try:
+        fact_update(end_user=end_user, fact=fact, actor=Actor.USER, invalid_at=timezone.now(),
+                    expected_version=_expected_version(request))
+    except VersionMismatch:
+        return _facts_changed(request, access, FACT_MOVED_ON.format("marked"), error=True)
     return _facts_changed(request, access, f"Marked as no longer true: {fact.content}")
 
 
@@ -406,5 +477,9 @@ def fact_invalidate(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUI
 @require_POST
 def fact_delete_view(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
     end_user, fact = _locked_fact(access, fact_id)
-    fact_delete(end_user=end_user, fact=fact, actor=Actor.USER)
+    try:
+        fact_delete(end_user=end_user, fact=fact, actor=Actor.USER,
+                    expected_version=_expected_version(request))
+    except VersionMismatch:
+        return _facts_changed(request, access, FACT_MOVED_ON.format("deleted"), error=True)
     return _facts_changed(request, access, f"Deleted: {fact.content}")

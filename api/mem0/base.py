@@ -1,0 +1,116 @@
+"""The base of mem0's views: the REST API's own (``TenantAPIView``: the tenant transaction,
+the key with its permissions, bound keys, the rate limit), taking the key as mem0's client
+sends it (``Authorization: Token <key>``; ``Bearer`` works too), and finding the person where
+mem0's requests name them.
+
+Where the person is (``person_in``): the URL (``v2/entities/user/{user_id}/``), the body
+(``add``, ``search``, ``get_all``: ``user_id`` or ``filters.user_id``), the query
+(``DELETE v1/memories/?user_id=``), or nowhere (a memory's own URL, ``v1/memories/{id}/``:
+the memory names its person). The person named is loaded, and locked for a write, by the
+key's statement as for a REST URL's person, so a key bound to one person reaches only them in
+the same one place (api/authentication.py): another person reads as absent and writing them
+is 403. A body naming no one, with a bound key, names the key's person (as MCP's tools do).
+A memory found by its id is looked for among the bound key's person's only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.core.paginator import Paginator
+from rest_framework.exceptions import APIException
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+
+from api.authentication import ApiPrincipal
+from api.base import TenantAPIView
+from api.errors import ApiError
+from api.mem0.serializers import person_of
+from api.params import valid_user_id
+from api.serializers import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from memoryhub.numbers import parse_natural
+from memoryhub.selectors.documents import end_user_find
+
+NO_PERSON = ("user_id is required (as user_id, or in filters.user_id): MemoryHub keeps "
+             "memories per person; agent_id, app_id and run_id alone name no one.")
+
+
+class Mem0View(TenantAPIView):
+    key_schemes = ("token", "bearer")
+    serves_bound_keys = True  # the person is not in the URL; see the module's docstring
+    person_in: Literal["url", "body", "query", "nowhere"] = "url"
+    schema = None  # mem0's API: not in /api/schema/ (api/mem0/views.py)
+    # The person's user_id as the request names it (or the bound key's), unvalidated.
+    person_id: str | None = None
+    _named: str | None = None
+    _body_error: APIException | None = None
+
+    def person_named(self, request: Request) -> str | None:
+        if self.person_in == "body":
+            # Parsed before the key is checked (MemoryToolView does the same, for its lock):
+            # a body DRF cannot parse is kept for the handler to answer, after the 401.
+            try:
+                self._named = person_of(request.data)
+            except APIException as exc:
+                self._body_error = exc
+        elif self.person_in == "query":
+            self._named = request.query_params.get("user_id") or None
+        elif self.person_in == "url":
+            self._named = super().person_named(request)
+        return self._named
+
+    def perform_authentication(self, request: Request) -> None:
+        super().perform_authentication(request)
+        self.person_id = self._named
+        principal = request.user
+        if (self.person_id is None and self.person_in in ("body", "query")
+                and isinstance(principal, ApiPrincipal) and principal.user_id is not None):
+            self.person_id = principal.user_id
+            self.end_user_locked = self.writes_end_user(request)
+            self.end_user = end_user_find(user_id=principal.user_id,
+                                          for_update=self.end_user_locked)
+
+    def body(self, request: Request) -> Any:
+        if self._body_error is not None:
+            raise self._body_error
+        return request.data
+
+    def person(self) -> str:
+        """The person's user_id, validated (400 ``invalid_user_id``, or none named)."""
+        if self.person_id is None:
+            raise ApiError(400, "invalid_request", NO_PERSON)
+        return valid_user_id(self.person_id)
+
+    @property
+    def only_user_id(self) -> str | None:
+        """The person a bound key reaches, for a memory found by its id; None: anyone."""
+        return self.principal.user_id
+
+
+class Mem0Pagination(PageNumberPagination):
+    """mem0's pages (DRF's own ``{"count", "next", "previous", "results"}``): ``page`` from 1,
+    ``page_size`` 1-1000 (default 100), the REST lists' bounds. Numbers are read as the API
+    reads every number from text (memoryhub/numbers.py); a page past the last is 404."""
+
+    page_size = DEFAULT_PAGE_SIZE
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+
+    def get_page_size(self, request: Request) -> int:
+        raw = request.query_params.get("page_size")
+        if not raw:
+            return DEFAULT_PAGE_SIZE
+        size = parse_natural(raw)
+        if size is None or not 1 <= size <= MAX_PAGE_SIZE:
+            raise ApiError(400, "invalid_limit",
+                           f"page_size must be an integer from 1 to {MAX_PAGE_SIZE}.")
+        return size
+
+    def get_page_number(self, request: Request, paginator: Paginator) -> int:
+        raw = request.query_params.get("page")
+        if not raw:
+            return 1
+        number = parse_natural(raw)
+        if number is None:
+            raise ApiError(400, "invalid_page", "page must be a page number, 1 for the first.")
+        return number

@@ -1,0 +1,131 @@
+"""mem0's request bodies, as ``mem0ai``'s ``MemoryClient`` (2.2.x) sends them.
+
+The client sends the person either at the top level (``add``'s ``user_id=``) or in
+``filters`` (``search``, ``get_all``; ``{"user_id": ...}`` or ``{"AND": [{"user_id": ...}]}``).
+MemoryHub's memories belong to a person (``user_id``): ``agent_id``, ``app_id`` and ``run_id``
+are entity names too and are accepted (``run_id`` is an added conversation's session); any
+other filter is refused, as a filter silently ignored would return memories the caller
+meant to leave out. Options of mem0's that MemoryHub has no counterpart for (``rerank``,
+``custom_categories``, ``output_format``...) are not filters and are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from rest_framework import serializers
+
+from api.errors import ApiError
+from api.serializers import (
+    MAX_QUERY_CHARS,
+    StrictBooleanField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictStringField,
+)
+
+ENTITY_KEYS = ("user_id", "agent_id", "app_id", "run_id")
+MAX_BATCH = 1000  # mem0's own limit of a batch
+MAX_TIMESTAMP = 253402300799  # 9999-12-31T23:59:59Z, the last second a datetime holds
+DEFAULT_TOP_K = 10
+
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(400, "invalid_request", message)
+
+
+def _filter_items(filters: object) -> Iterator[tuple[str, object]]:
+    """The (key, value) pairs of a mem0 filter: a flat object, or ``AND`` of such objects."""
+    if not isinstance(filters, dict):
+        raise _invalid("filters must be a JSON object, such as {\"user_id\": \"alice\"}.")
+    for key, value in filters.items():
+        if key == "AND" and isinstance(value, list):
+            for part in value:
+                yield from _filter_items(part)
+        elif key in ENTITY_KEYS:
+            yield key, value
+        else:
+            raise _invalid(f"Unsupported filter {key!r}: MemoryHub's mem0 API filters by "
+                           "user_id (agent_id, app_id and run_id are accepted and ignored).")
+
+
+def named_entities(body: object) -> dict[str, object]:
+    """The entities a body names, at its top level or in ``filters``; 400 when the body is
+    not an object, a filter is unsupported, or one entity is named twice differently."""
+    if not isinstance(body, Mapping):
+        raise _invalid("The body must be a JSON object.")
+    named: dict[str, object] = {}
+    top = [(key, body[key]) for key in ENTITY_KEYS if body.get(key) is not None]
+    filters = body.get("filters")
+    for key, value in top + ([] if filters is None else list(_filter_items(filters))):
+        if key in named and named[key] != value:
+            raise _invalid(f"{key} is named twice, differently.")
+        named[key] = value
+    return named
+
+
+def person_of(body: object) -> str | None:
+    """The ``user_id`` a body names, when it is readable as one; None otherwise (the handler
+    then says what is wrong with ``named_entities``)."""
+    try:
+        user_id = named_entities(body).get("user_id")
+    except ApiError:
+        return None
+    return user_id if isinstance(user_id, str) else None
+
+
+def moment(timestamp: float | None) -> datetime | None:
+    """mem0's ``timestamp`` (Unix seconds) as a time."""
+    return None if timestamp is None else datetime.fromtimestamp(timestamp, UTC)
+
+
+class AddInput(serializers.Serializer):
+    """``POST v3/memories/add/``. ``messages`` and ``metadata`` are checked by the services'
+    own rules (the captured messages', at most 100 of them; 4 KiB of metadata)."""
+
+    messages = serializers.JSONField()
+    metadata = serializers.JSONField(required=False, allow_null=True)
+    infer = StrictBooleanField(default=True)
+    timestamp = StrictFloatField(required=False, allow_null=True, min_value=0,
+                                 max_value=MAX_TIMESTAMP)
+
+
+class SearchInput(serializers.Serializer):
+    """``POST v3/memories/search/``: ``top_k`` has recall's bounds (``limit``, 1-50)."""
+
+    query = StrictStringField(allow_blank=False, max_length=MAX_QUERY_CHARS)
+    top_k = StrictIntegerField(min_value=1, max_value=50, default=DEFAULT_TOP_K)
+    threshold = StrictFloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True)
+
+    def validate_query(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("query must not be blank.")
+        return value
+
+
+class UpdateInput(serializers.Serializer):
+    """``PUT v1/memories/{id}/``: ``text`` is the memory's new content. ``timestamp`` and
+    ``expiration_date`` have no counterpart and are ignored."""
+
+    text = StrictStringField(required=False, raw_text=True)
+    metadata = serializers.JSONField(required=False, allow_null=True)
+
+
+class BatchItem(UpdateInput):
+    memory_id = StrictStringField()
+
+
+class BatchInput(serializers.Serializer):
+    """``PUT|DELETE v1/batch/``: at most ``MAX_BATCH`` memories, all or nothing."""
+
+    memories = serializers.ListField(child=BatchItem(), min_length=1, max_length=MAX_BATCH)
+
+
+def update_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What an update changes, as ``fact_update``'s arguments (absent: unchanged)."""
+    fields = {"content": data["text"]} if "text" in data else {}
+    if "metadata" in data:
+        fields["metadata"] = data["metadata"]
+    return fields

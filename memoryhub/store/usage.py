@@ -1,0 +1,55 @@
+"""The daily usage counters behind the dashboard's charts (``memoryhub.models.UsageDay``).
+
+One row per tenant and day. Writes are counted inside the event statement
+(``memoryhub.store.events``, the ``WRITES_UPSERT`` fragment below), so a write costs no round
+trip more; recalls by :func:`usage_recall_add`, one upsert. Both bump a counter in place: the
+row lock is held from the upsert to the commit, which a caller keeps short by counting last.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.db import connection
+
+from memoryhub.models import UsageDay
+from memoryhub.store._tenancy import tenant_id
+
+TABLE = UsageDay._meta.db_table
+
+# The INSERT of a day's first count, or the bump of an existing one: ``column`` += 1.
+_BUMP = """
+    INSERT INTO {table} AS u (tenant_id, day, writes, recalls)
+    {source}
+    ON CONFLICT (tenant_id, day) DO UPDATE SET {column} = u.{column} + 1
+"""
+
+# For the event statement: one write counted on the event's day, when ``%(counts)s`` is true
+# (memory changes only). Its row source is the statement's ``event`` CTE, so a write whose
+# event was not inserted counts nothing.
+WRITES_UPSERT = _BUMP.format(
+    table=TABLE, column="writes",
+    source="SELECT %(tenant)s, %(day)s, 1, 0 FROM event WHERE %(counts)s",
+)
+
+_RECALLS_UPSERT = _BUMP.format(table=TABLE, column="recalls", source="VALUES (%s, %s, 0, 1)")
+
+_STORED_BYTES_SET = f"""
+    INSERT INTO {TABLE} AS u (tenant_id, day, writes, recalls, stored_bytes)
+    VALUES (%s, %s, 0, 0, %s)
+    ON CONFLICT (tenant_id, day) DO UPDATE SET stored_bytes = EXCLUDED.stored_bytes
+"""
+
+
+def usage_recall_add(*, day: date) -> None:
+    """Count one recall of the current tenant on ``day``."""
+    tenant = tenant_id()
+    with connection.cursor() as cursor:
+        cursor.execute(_RECALLS_UPSERT, [tenant, day])
+
+
+def usage_stored_bytes_set(*, day: date, stored_bytes: int) -> None:
+    """Record the current tenant's stored bytes as ``day``'s latest reading."""
+    tenant = tenant_id()
+    with connection.cursor() as cursor:
+        cursor.execute(_STORED_BYTES_SET, [tenant, day, stored_bytes])

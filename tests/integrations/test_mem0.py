@@ -1,0 +1,379 @@
+"""mem0 compatibility at /mem0/, driven by mem0's own clients (``mem0ai`` 2.2.x: the sync
+``MemoryClient`` and the ``AsyncMemoryClient``) with ``host=<live server>/mem0``, against a
+live server (Django's threaded WSGI server): every client method that maps to a route, what
+it writes as seen through the REST API, adding with inference through augmentation (inline,
+and through a real worker), another tenant's memories absent, a bound key reaching only its
+person, errors in mem0's shape, and the rate limit's 429 with Retry-After.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from mem0 import AsyncMemoryClient, MemoryClient
+from mem0.exceptions import (
+    AuthenticationError,
+    MemoryNotFoundError,
+    RateLimitError,
+    ValidationError,
+)
+
+from tests.integrations.keys import bound_key, operator_tenant
+from tests.workers.conftest import celery_worker, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+__all__ = ["celery_worker"]  # the worker fixture, used by name
+
+
+def mem0(live_server: Any, key: str) -> MemoryClient:
+    return MemoryClient(api_key=key, host=f"{live_server.url}/mem0")
+
+
+def rest(live_server: Any, key: str) -> httpx.Client:
+    return httpx.Client(base_url=f"{live_server.url}/api/v1",
+                        headers={"Authorization": f"Bearer {key}"}, timeout=30)
+
+
+def raw(live_server: Any, key: str) -> httpx.Client:
+    """What the client sends, without the client: for the answers it hides."""
+    return httpx.Client(base_url=f"{live_server.url}/mem0",
+                        headers={"Authorization": f"Token {key}"}, timeout=30)
+
+
+MEMORY_KEYS = {"id", "memory", "user_id", "metadata", "categories", "created_at", "updated_at"}
+
+
+def test_the_sync_client_round_trip(live_server) -> None:
+    key = operator_tenant("initech")
+    client = mem0(live_server, key)
+    assert (client.org_id, client.project_id, client.user_email) == ("initech", "initech", None)
+
+    added = client.add([{"role": "system", "content": "You are helpful."},
+                        {"role": "user", "content": "I am vegetarian."},
+                        {"role": "assistant", "content": "Noted: no meat."}],
+                       user_id="alice", infer=False, metadata={"channel": "web"})
+    assert added["status"] == "SUCCEEDED"
+    assert [(r["data"]["memory"], r["event"]) for r in added["results"]] == [
+        ("I am vegetarian.", "ADD"), ("Noted: no meat.", "ADD")]
+    veg, noted = (r["id"] for r in added["results"])
+    again = client.add("I am vegetarian.", user_id="alice", infer=False)
+    assert [(r["id"], r["event"]) for r in again["results"]] == [(veg, "NONE")]
+
+    one = client.get(veg)
+    assert set(one) == MEMORY_KEYS
+    assert (one["memory"], one["user_id"], one["metadata"], one["categories"]) == (
+        "I am vegetarian.", "alice", {"channel": "web"}, ["fact"])
+
+    found = client.search("vegetarian", filters={"user_id": "alice"}, top_k=5)["results"]
+    assert found[0]["id"] == veg and set(found[0]) == MEMORY_KEYS | {"score"}
+    assert 0 < found[0]["score"] <= 1
+    assert client.search("vegetarian", filters={"user_id": "bob"}) == {"results": []}
+
+    page = client.get_all(filters={"user_id": "alice"}, page=1, page_size=1)
+    assert page["count"] == 2 and page["previous"] is None
+    assert [m["id"] for m in page["results"]] == [noted]  # newest first
+    assert "page=2" in page["next"]
+    assert [m["id"] for m in client.get_all(filters={"user_id": "alice"})["results"]] == [noted, veg]
+
+    updated = client.update(veg, text="I am vegan.", metadata={"channel": "app"})
+    assert (updated["id"], updated["memory"], updated["metadata"]) == (veg, "I am vegan.",
+                                                                      {"channel": "app"})
+    assert [(h["event"], h["old_memory"], h["new_memory"]) for h in client.history(veg)] == [
+        ("ADD", None, "I am vegetarian."), ("UPDATE", "I am vegetarian.", "I am vegan.")]
+
+    entities = client.users()
+    assert entities["count"] == 1
+    assert [(e["name"], e["type"], e["total_memories"]) for e in entities["results"]] == [
+        ("alice", "user", 2)]
+
+    assert "updated 2" in client.batch_update([
+        {"memory_id": veg, "text": "I am vegan, no honey."},
+        {"memory_id": noted, "metadata": {"checked": True}}])["message"]
+    assert client.get(noted)["metadata"] == {"checked": True}
+
+    with rest(live_server, key) as api:
+        facts = api.get("/users/alice/facts").json()["facts"]
+        assert {(f["content"], f["updated_by"]) for f in facts} == {
+            ("I am vegan, no honey.", "app"), ("Noted: no meat.", "app")}
+        changes = [e["data"]["change"] for e in api.get("/events").json()["events"]
+                   if e["type"] == "fact.changed"]
+        assert changes == ["created", "created", "updated", "updated", "updated"]
+        exported = api.get("/users/alice/export").json()["facts"]
+        assert {f["content"]: f["metadata"] for f in exported} == {
+            "I am vegan, no honey.": {"channel": "app"}, "Noted: no meat.": {"checked": True}}
+
+    assert "deleted 1" in client.batch_delete([{"memory_id": noted}])["message"]
+    assert client.delete(veg) == {"message": "Memory deleted successfully!"}
+    with pytest.raises(MemoryNotFoundError):
+        client.get(veg)
+    with pytest.raises(MemoryNotFoundError):
+        client.history(veg)
+
+    client.add("I live in Lisbon.", user_id="bob", infer=False)
+    assert client.delete_all(user_id="bob") == {"message": "Memories deleted successfully!"}
+    assert client.get_all(filters={"user_id": "bob"})["count"] == 0
+    assert client.users()["count"] == 2  # bob's facts went, bob stays
+
+    with rest(live_server, key) as api:
+        api.put("/users/bob/documents/global/notes.md", json={"content": "Likes tea."})
+        assert client.delete_users(user_id="bob") == {"message": "Entity deleted successfully."}
+        assert api.get("/users/bob").json()["created_at"] is None  # forgotten, documents too
+        assert client.reset()["message"].startswith("Client reset successful")
+        assert api.get("/users").json()["users"] == []
+
+
+def test_the_async_client_round_trip(live_server) -> None:
+    key = operator_tenant("initech")
+
+    async def work() -> dict[str, Any]:
+        async with AsyncMemoryClient(api_key=key, host=f"{live_server.url}/mem0") as client:
+            out: dict[str, Any] = {"org": (client.org_id, client.project_id)}
+            added = await client.add("I love jazz.", user_id="alice", infer=False)
+            memory_id = added["results"][0]["id"]
+            out["get"] = await client.get(memory_id)
+            out["search"] = await client.search("jazz", filters={"AND": [{"user_id": "alice"}]})
+            out["all"] = await client.get_all(filters={"user_id": "alice"}, page_size=10)
+            out["update"] = await client.update(memory_id, text="I love free jazz.")
+            out["history"] = await client.history(memory_id)
+            out["users"] = await client.users()
+            out["batch_update"] = await client.batch_update([{"memory_id": memory_id,
+                                                              "text": "I love bebop."}])
+            out["batch_delete"] = await client.batch_delete([{"memory_id": memory_id}])
+            await client.add("I live in Oslo.", user_id="alice", infer=False)
+            out["delete_all"] = await client.delete_all(user_id="alice")
+            out["after"] = await client.get_all(filters={"user_id": "alice"})
+            added = await client.add("I work at Initech.", user_id="bob", infer=False)
+            out["delete"] = await client.delete(added["results"][0]["id"])
+            out["delete_users"] = await client.delete_users(user_id="alice")
+            out["left"] = await client.users()
+            return out
+
+    out = asyncio.run(work())
+    assert out["org"] == ("initech", "initech")
+    assert out["get"]["memory"] == "I love jazz."
+    assert [m["memory"] for m in out["search"]["results"]] == ["I love jazz."]
+    assert out["all"]["count"] == 1 and out["all"]["next"] is None
+    assert out["update"]["memory"] == "I love free jazz."
+    assert [h["event"] for h in out["history"]] == ["ADD", "UPDATE"]
+    assert [e["name"] for e in out["users"]["results"]] == ["alice"]
+    assert out["batch_update"]["message"] == "Successfully updated 1 memories"
+    assert out["batch_delete"]["message"] == "Successfully deleted 1 memories"
+    assert out["delete_all"]["message"] == "Memories deleted successfully!"
+    assert out["after"]["results"] == []
+    assert out["delete"]["message"] == "Memory deleted successfully!"
+    assert out["delete_users"]["message"] == "Entity deleted successfully."
+    assert [e["name"] for e in out["left"]["results"]] == ["bob"]
+
+
+def test_infer_captures_and_augmentation_learns(live_server, eager_tasks) -> None:
+    """``infer: true`` (the default): the messages are captured into a conversation of the
+    session ``run_id`` (else ``mem0``), and augmentation (here inline, on commit) learns."""
+    key = operator_tenant("initech")
+    client = mem0(live_server, key)
+    pending = client.add([{"role": "user", "content": "I moved to Lisbon last week."},
+                          {"role": "assistant", "content": "Lisbon is lovely."}],
+                         user_id="alice", metadata={"channel": "web"})
+    assert pending["status"] == "PENDING" and pending["message"]
+    client.add("My name is Alice.", user_id="alice", run_id="chat-7")
+    with rest(live_server, key) as api:
+        conversation = api.get(f"/users/alice/conversations/{pending['event_id']}").json()
+        assert (conversation["session_id"], conversation["message_count"]) == ("mem0", 2)
+        messages = api.get("/users/alice/sessions/mem0/messages").json()["messages"]
+        assert [(m["role"], m["metadata"]) for m in messages] == [
+            ("user", {"channel": "web"}), ("assistant", {"channel": "web"})]
+        assert api.get("/users/alice/sessions/chat-7/messages").json()["messages"]
+    learnt = {m["memory"] for m in client.get_all(filters={"user_id": "alice"})["results"]}
+    assert any("Lisbon" in text for text in learnt) and any("Alice" in text for text in learnt)
+    found = client.search("where does she live", filters={"user_id": "alice"})["results"]
+    assert "Lisbon" in found[0]["memory"]
+    nothing = client.add([{"role": "system", "content": "Be brief."}], user_id="alice")
+    assert (nothing["status"], nothing["results"]) == ("SUCCEEDED", [])
+
+
+@pytest.mark.worker
+def test_infer_through_a_real_worker(live_server, celery_worker) -> None:
+    key = operator_tenant("initech")
+    client = mem0(live_server, key)
+    assert client.add("I work at Initech.", user_id="alice")["status"] == "PENDING"
+
+    def learnt() -> list[str]:
+        """the fact learnt by the worker"""
+        return [m["memory"] for m in client.get_all(filters={"user_id": "alice"})["results"]]
+
+    assert "Initech" in wait_for(learnt)[0]
+    [memory] = client.search("employer Initech", filters={"user_id": "alice"})["results"]
+    assert [h["event"] for h in client.history(memory["id"])] == ["ADD"]
+
+
+def test_what_the_rest_api_shows_of_mem0s_writes(live_server) -> None:
+    """mem0's ``timestamp`` is when the fact was stated (``valid_at``); a fact made no longer
+    true reads in mem0's history as DELETE and leaves search and get_all, as a deleted mem0
+    memory does, while its own URL still shows it; memory switched off refuses writes."""
+    key = operator_tenant("initech")
+    client = mem0(live_server, key)
+    [added] = client.add("I live in Porto.", user_id="alice", infer=False,
+                         timestamp=1767225600)["results"]  # 2026-01-01T00:00:00Z
+    with rest(live_server, key) as api:
+        fact = api.get(f"/users/alice/facts/{added['id']}").json()
+        assert fact["valid_at"] == "2026-01-01T00:00:00Z"
+        assert api.patch(f"/users/alice/facts/{added['id']}",
+                         json={"invalid_at": "2026-06-01T00:00:00Z"}).status_code == 200
+        assert [h["event"] for h in client.history(added["id"])] == ["ADD", "DELETE"]
+        assert client.history(added["id"])[1]["old_memory"] == "I live in Porto."
+        assert client.get_all(filters={"user_id": "alice"})["results"] == []
+        assert client.search("Porto", filters={"user_id": "alice"})["results"] == []
+        assert client.get(added["id"])["memory"] == "I live in Porto."
+        with pytest.raises(ValidationError, match="metadata is over 4096 bytes"):
+            client.add("I like tea.", user_id="alice", infer=False, metadata={"k": "x" * 4096})
+        api.patch("/users/quiet", json={"memory_enabled": False})
+        with pytest.raises(AuthenticationError, match="memory is disabled"):  # 403
+            client.add("I like tea.", user_id="quiet", infer=False)
+        assert client.add("I like tea.", user_id="quiet")["results"] == []  # captured nothing
+        assert api.get("/users/quiet").json()["messages"] == 0
+
+
+def test_another_tenants_memories_are_absent(live_server) -> None:
+    acme = mem0(live_server, operator_tenant("acme"))
+    globex = mem0(live_server, operator_tenant("globex"))
+    memory_id = acme.add("I am vegetarian.", user_id="alice", infer=False)["results"][0]["id"]
+    ghost = str(uuid.uuid4())
+    for target in (memory_id, ghost):
+        for call in (globex.get, globex.history, globex.delete,
+                     lambda m: globex.update(m, text="mine"),
+                     lambda m: globex.batch_update([{"memory_id": m, "text": "mine"}]),
+                     lambda m: globex.batch_delete([{"memory_id": m}])):
+            with pytest.raises(MemoryNotFoundError) as refused:
+                call(target)
+            assert refused.value.message == "Memory not found." or target in refused.value.message
+    assert globex.search("vegetarian", filters={"user_id": "alice"}) == {"results": []}
+    assert globex.get_all(filters={"user_id": "alice"})["count"] == 0
+    assert globex.users()["results"] == []
+    globex.delete_users(user_id="alice")
+    globex.delete_all(user_id="alice")
+    assert acme.get(memory_id)["memory"] == "I am vegetarian."
+    assert acme.users()["results"][0]["total_memories"] == 1
+
+
+def test_a_bound_key_reaches_only_its_person(live_server) -> None:
+    admin_key = operator_tenant("initech")
+    admin = mem0(live_server, admin_key)
+    alices = admin.add("I am vegetarian.", user_id="alice", infer=False)["results"][0]["id"]
+    bob = mem0(live_server, bound_key("initech", "bob"))
+
+    own = bob.add("I like tea.", infer=False)["results"][0]["id"]  # no user_id: the key's person
+    assert bob.get(own)["user_id"] == "bob"
+    assert [m["id"] for m in bob.get_all(filters={"user_id": "bob"})["results"]] == [own]
+    assert [e["name"] for e in bob.users()["results"]] == ["bob"]
+    # alice reads as absent; changing her is refused (403), the same whether she exists.
+    assert bob.search("vegetarian", filters={"user_id": "alice"}) == {"results": []}
+    assert bob.get_all(filters={"user_id": "alice"})["count"] == 0
+    for call in (bob.get, bob.history, bob.delete):
+        with pytest.raises(MemoryNotFoundError):
+            call(alices)
+    for user in ("alice", "ghost"):
+        with pytest.raises(AuthenticationError) as refused:
+            bob.add("I hate tea.", user_id=user, infer=False)
+        assert "bound to one end user" in refused.value.message
+        with pytest.raises(AuthenticationError):
+            bob.delete_users(user_id=user)
+        with pytest.raises(AuthenticationError):
+            bob.delete_all(user_id=user)
+    assert admin.get(alices)["memory"] == "I am vegetarian."
+
+
+def test_errors_have_mem0s_shape_and_the_rest_apis_status(live_server) -> None:
+    key = operator_tenant("initech")
+    with pytest.raises(ValueError, match="Error: Unknown API key."):
+        mem0(live_server, key[:-2] + "xx")
+    with pytest.raises(ValueError, match="Error: Unknown API key."):
+        AsyncMemoryClient(api_key="mh_1_abcdefgh_" + "x" * 43, host=f"{live_server.url}/mem0")
+    client = mem0(live_server, key)
+    for call, status in (
+        (lambda: client.add("hi", infer=False), 400),  # nobody named
+        (lambda: client.add("hi", user_id="no spaces", infer=False), 400),
+        (lambda: client.add("my key is sk-ant-api03-" + "a" * 90, user_id="a", infer=False), 422),
+        (lambda: client.search("tea", filters={"user_id": "a", "created_at": {"gte": 1}}), 400),
+        (lambda: client.search("tea", filters={"user_id": "a"}, top_k=51), 400),
+        (lambda: client.get_all(filters={"user_id": "a"}, page_size=1001), 400),
+    ):
+        with pytest.raises(ValidationError) as refused:
+            call()
+        assert refused.value.debug_info["status_code"] == status
+    with pytest.raises(MemoryNotFoundError, match="Invalid page"):
+        client.get_all(filters={"user_id": "a"}, page=2)
+
+    with raw(live_server, key) as http:
+        for method, path, body, status in (
+            ("GET", "/v1/memories/nope/", None, 404),  # not a memory id
+            ("GET", "/v1/projects/", None, 404),  # mem0 has it, MemoryHub does not
+            ("GET", "/v1/ping", None, 404),  # the client always sends the trailing slash
+            ("POST", "/v1/ping/", {}, 405),
+            ("PUT", "/v3/memories/add/", {}, 405),
+            ("PUT", f"/v1/memories/{uuid.uuid4()}/history/", {"text": "x"}, 405),
+            ("POST", "/v3/memories/add/", b"{", 400),
+            ("POST", "/v3/memories/add/", {"messages": [], "user_id": "a"}, 400),
+            ("PUT", "/v1/batch/", {"memories": []}, 400),
+        ):
+            sent = {"content": body, "headers": {"Content-Type": "application/json"}} \
+                if isinstance(body, bytes) else {"json": body}
+            response = http.request(method, path, **sent)
+            assert response.headers["Content-Type"] == "application/json", path
+            assert (response.status_code, list(response.json())) == (status, ["detail"]), (
+                method, path, response.text)
+        too_big = http.post("/v3/memories/add/", content=b"x" * (1024 * 1024 + 1),
+                            headers={"Content-Type": "application/json"})
+        assert (too_big.status_code, list(too_big.json())) == (413, ["detail"])
+        unauthenticated = httpx.get(f"{live_server.url}/mem0/v1/ping/")
+        assert unauthenticated.status_code == 401
+        assert unauthenticated.json() == {"detail": "Authentication credentials were not provided."}
+        basic = httpx.get(f"{live_server.url}/mem0/v1/ping/", headers={"Authorization": "Basic x"})
+        assert basic.json() == {"detail": "Use 'Authorization: Token <api key>'."}
+        bearer = httpx.get(f"{live_server.url}/mem0/v1/ping/",
+                           headers={"Authorization": f"Bearer {key}"})
+        assert bearer.json()["org_id"] == "initech"
+
+
+def test_mem0s_api_is_left_out_of_the_openapi_schema(client, db) -> None:
+    """/mem0/ is mem0's API: mem0's own reference describes it, the README how it differs."""
+    paths = client.get("/api/schema/", {"format": "json"}).json()["paths"]
+    assert paths and not [path for path in paths if path.startswith("/mem0")]
+
+
+def test_the_rate_limit_answers_429_with_retry_after(live_server, settings) -> None:
+    settings.API_RATE_LIMIT = "3/min"
+    client = mem0(live_server, operator_tenant("initech"))  # the ping counts
+    client.search("tea", filters={"user_id": "alice"})
+    client.users()
+    with pytest.raises(RateLimitError) as limited:
+        client.users()
+    assert 0 < limited.value.debug_info["retry_after"] <= 61
+    assert limited.value.message.startswith("Request was throttled")
+
+
+def test_pages_and_searches_cost_the_same_queries_whatever_their_size(acme, globex) -> None:
+    """Through the DRF test client (mem0's views take the REST API's Bearer key too)."""
+    for user in ("p1", "p2", "p3", "p4"):
+        for n in range(5):
+            assert acme.client.post("/mem0/v3/memories/add/", {
+                "messages": [{"role": "user", "content": f"I like tea number {n}."}],
+                "user_id": user, "infer": False}, format="json").status_code == 200
+    statements = []
+    for size in (1, 4):
+        with CaptureQueriesContext(connection) as queries:
+            listed = acme.client.post(f"/mem0/v3/memories/?page_size={size}",
+                                      {"filters": {"user_id": "p1"}}, format="json").json()
+            people = acme.client.get(f"/mem0/v1/entities/?page_size={size}").json()
+            found = acme.client.post("/mem0/v3/memories/search/", {
+                "query": "tea", "filters": {"user_id": "p1"}, "top_k": size}, format="json").json()
+        assert (len(listed["results"]), listed["count"]) == (size, 5)
+        assert [p["total_memories"] for p in people["results"]] == [5] * size
+        assert len(found["results"]) == size
+        statements.append(len(queries))
+    assert statements[0] == statements[1]
+    assert globex.client.get("/mem0/v1/entities/").json()["count"] == 0
