@@ -43,6 +43,7 @@ from api.authentication import (
     tenant_hint,
 )
 from api.errors import ApiError
+from api.middleware import API_PREFIX
 from memoryhub.errors import echo
 from memoryhub.models import EndUser
 from tenants.context import tenant_context
@@ -96,7 +97,7 @@ class TenantAPIView(APIView):
             self._tenant_stack = stack
         super().initial(request, *args, **kwargs)
         repeated = sorted(name for name, values in request.query_params.lists() if len(values) > 1)
-        if repeated:
+        if repeated and request.path_info.startswith(API_PREFIX):  # not mem0's: its own rules
             # Every query parameter of this API holds one value; Django would read the last of
             # several (``?limit=abc&limit=`` as no limit), so a client's mistake went unseen.
             raise ApiError(400, "invalid_request",
