@@ -53,6 +53,8 @@ PERSON_ACTIONS = [
     ("web:conversation_open", "GET", Conversation, {}),
     ("web:conversation_fold", "GET", Conversation, {}),
     ("web:conversation_delete", "POST", Conversation, {}),
+    ("web:fact_show", "GET", Fact, {}),
+    ("web:fact_edit", "GET", Fact, {}),
     ("web:fact_edit", "POST", Fact, {"content": "stolen"}),
     ("web:fact_invalidate", "POST", Fact, {}),
     ("web:fact_delete", "POST", Fact, {}),
