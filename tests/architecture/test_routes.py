@@ -24,6 +24,7 @@ NAMESPACES = {
 PACKAGES = {"allauth.": "tests/pages/test_sign_in.py"}
 # Our own routes outside both namespaces, and the test that covers each.
 OTHER_ROUTES = {
+    "account_login": "tests/pages/test_sign_in.py",  # allauth's, answering 429 when limited
     "healthz": "tests/platform/test_health.py",
     "readyz": "tests/platform/test_health.py",
     "mcp": "tests/integrations/test_mcp.py",  # its tools' isolation too

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from memoryhub.models import EndUser
 from memoryhub.tasks import augment_conversation
+from tenants.context import tenant_context
 from tests.pages.browser import Api, shot
 from tests.pages.conftest import person, person_url, signed_in
 from tests.pages.test_person_conversations import BROWSER, LIVE, messages
@@ -198,6 +200,13 @@ def _still_kept(page: Any) -> bool:
     return page.evaluate("window.keptPage === true")
 
 
+def _fact_edit_path(acme: Any, fact_id: str) -> str:
+    """Where a fact's edit form posts (a refused save answers 422 or 409 there)."""
+    with tenant_context(acme.tenant.id):
+        alice = EndUser.objects.get(user_id="alice")
+    return person_url(alice, "web:fact_edit", fact_id=fact_id)
+
+
 @BROWSER
 @LIVE
 def test_the_person_corrects_what_was_learnt(pages, acme, live_server) -> None:
@@ -219,6 +228,7 @@ def test_the_person_corrects_what_was_learnt(pages, acme, live_server) -> None:
     # Edit in place: the form replaces the fact, Cancel brings it back, Save keeps the text.
     lisbon = facts.locator(".fact", has_text="User lives in Lisbon")
     lisbon_id = lisbon.get_attribute("id")
+    pages.expect_failed_load(422, _fact_edit_path(acme, lisbon_id.removeprefix("fact-")))
     lisbon.get_by_role("link", name="Edit").click()
     field = page.locator(f"#{lisbon_id}").get_by_label("Fact")
     expect(field).to_be_focused()
@@ -268,6 +278,7 @@ def test_a_stale_fact_edit_shows_the_newer_text(pages, acme, live_server) -> Non
     lisbon = page.locator("#facts .fact", has_text="User lives in Lisbon")
     lisbon_id = lisbon.get_attribute("id")
     fact_id = lisbon_id.removeprefix("fact-")
+    pages.expect_failed_load(409, _fact_edit_path(acme, fact_id))  # the stale save
     lisbon.get_by_role("link", name="Edit").click()
     item = page.locator(f"#{lisbon_id}")
     # The stale save is refused with 409, which the browser logs as a failed load.

@@ -21,6 +21,7 @@ from memoryhub.models import (
     WebhookEndpoint,
 )
 from memoryhub.services.webhooks import DELIVERY_HEADER
+from memoryhub.store.events import event_insert
 from tenants.context import tenant_context
 from tests.webhooks.receiver import TIMESTAMP, webhook_receiver
 from tests.workers import test_retention as retention
@@ -146,16 +147,14 @@ def test_the_webhooks_sweep_sends_a_delivery_whose_message_was_lost(
     found by the sweep entry and sent by the worker, signed."""
     with webhook_receiver() as receiver:
         with tenant_context(acme.tenant.id):
-            endpoint = WebhookEndpoint.objects.create(tenant=acme.tenant, url=receiver.url,
-                                                      secret="s" * 32,
-                                                      event_types=["memory.changed"])
-            event = MemoryEvent.objects.create(tenant=acme.tenant, type="memory.changed",
-                                               actor="app", user_id="alice",
-                                               data={"change": "created", "path": "/a.md"})
+            WebhookEndpoint.objects.create(tenant=acme.tenant, url=receiver.url, secret="s" * 32,
+                                           event_types=["memory.changed"])
+            # The store's insert, without the service's enqueue on commit: the lost message.
+            event_insert(type="memory.changed", user_id="alice", actor="app",
+                         data={"change": "created", "path": "/a.md"}, now=timezone.now())
             # Due two minutes ago: the sweep leaves a delivery its own message may still send
             # alone for a minute.
-            WebhookDelivery.objects.create(tenant=acme.tenant, endpoint=endpoint, event=event,
-                                           next_attempt_at=timezone.now() - timedelta(minutes=2))
+            WebhookDelivery.objects.update(next_attempt_at=timezone.now() - timedelta(minutes=2))
         sweeping = time.time()
         beat_sends(settings, "webhooks-sweep")
         wait_for(lambda: receiver.received)
