@@ -65,8 +65,7 @@ def person_lookups() -> dict[type[models.Model], str]:
 
 def seed_every_tenant_table(tenant: Tenant, user_id: str) -> dict[type[models.Model], models.Model]:
     """One row per tenant model for ``tenant``, every person reference pointing at ``user_id``
-    (the end user is the one of that ``user_id``, made here or found; a tenant-wide row the
-    tenant has already, such as today's usage, is kept rather than made twice)."""
+    (the end user is the one of that ``user_id``, made here or found)."""
     made: dict[type[models.Model], models.Model] = {}
     with tenant_context(tenant.pk):
         for model in tenant_models():
@@ -80,12 +79,6 @@ def _one_row(model: type[models.Model], tenant: Tenant, user_id: str,
         found = EndUser.objects.filter(user_id=user_id).first()
         if found is not None:
             return found
-    elif model not in person_lookups():
-        # A tenant-wide table (a day's usage, the event feed's counters) may hold its one row
-        # for the tenant already, made by the writes before: that row is the one to check.
-        existing = model._default_manager.first()
-        if existing is not None:
-            return existing
     fields: dict[str, object] = {"tenant": tenant}
     for field in model._meta.concrete_fields:
         if isinstance(field, models.ForeignKey) and field.related_model in made:

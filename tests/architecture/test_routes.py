@@ -33,7 +33,6 @@ OTHER_ROUTES = {
     r"^api/(?P<rest>(?s:.*))$": "tests/api/test_error_bodies.py",  # the JSON 404 under /api/
     r"^mem0/(?P<rest>(?s:.*))$": "tests/integrations/test_mem0.py",  # mem0's JSON 404
     "metrics": "tests/platform/test_observability.py",
-    "account_login": "tests/pages/test_sign_in.py",  # allauth's sign-in, answering 429
 }
 
 
