@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import uuid
 from pathlib import Path
 from queue import Empty
@@ -57,6 +58,16 @@ class Transport(kombu_redis.Transport):
 # folder (one rename wins), reads it and deletes it. A file that still does not decode is
 # logged and dropped rather than stopping the worker; the embeddings and webhook sweeps find
 # what its task was for.
+#
+# The exchange's table of queues has the same race: kombu creates the file, then locks and
+# writes it, so a publisher reading it in between parses an empty file and raises. A table
+# that does not exist yet is written aside and linked into place (the link fails if another
+# process made it first, which then goes through kombu's locked update). And kombu marks a
+# binding in its process-wide state before it writes the table: another thread of the process
+# that saw the mark skipped its own binding and published into no table (the message was
+# dropped without a word). A process binds one queue at a time, so the mark never runs ahead.
+
+_binding = threading.Lock()
 
 
 class FilesystemChannel(kombu_filesystem.Channel):
@@ -85,6 +96,28 @@ class FilesystemChannel(kombu_filesystem.Channel):
             except ValueError:
                 logger.error("dropped an unreadable broker message %s (%d bytes)", name, len(raw))
         raise Empty()
+
+    def queue_bind(self, queue: str, exchange: str | None = None, routing_key: str = "",
+                   arguments: Any = None, **kwargs: Any) -> None:
+        with _binding:
+            super().queue_bind(queue, exchange, routing_key, arguments, **kwargs)
+
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str | None,
+                    queue: str) -> None:
+        # kombu-stubs lack _exchange_file, which refuses names that leave the control folder.
+        file: Path = self._exchange_file(exchange)  # type: ignore[attr-defined]
+        self.control_folder.mkdir(exist_ok=True)
+        table = [kombu_filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")]
+        partial = file.with_name(f"{file.name}.{uuid.uuid4()}.partial")
+        partial.write_bytes(str_to_bytes(dumps(table)))
+        try:
+            os.link(partial, file)  # never replaces: an existing table keeps its queues
+            return
+        except FileExistsError:
+            pass
+        finally:
+            partial.unlink()
+        super()._queue_bind(exchange, routing_key, pattern, queue)
 
 
 class FilesystemTransport(kombu_filesystem.Transport):

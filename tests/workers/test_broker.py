@@ -75,7 +75,9 @@ def filesystem_connection(folder: Path) -> Connection:
 
 def test_filesystem_messages_written_while_a_worker_reads_all_arrive_whole(tmp_path: Path) -> None:
     """kombu's own channel lets a reader take a file its writer has created but not yet
-    written: the worker died on the empty message ("Unrecoverable error")."""
+    written: the worker died on the empty message ("Unrecoverable error"). And a writer thread
+    whose binding kombu had marked done before its table was written published into no
+    table: the message was dropped."""
     queue = fs_queue()
     writers, each, body = 4, 100, "x" * 50_000  # large bodies: long writes
     received: list[int] = []
@@ -103,6 +105,50 @@ def test_filesystem_messages_written_while_a_worker_reads_all_arrive_whole(tmp_p
             thread.join()
     assert sorted(received) == list(range(writers * each))
     assert os.listdir(tmp_path / "out") == os.listdir(tmp_path / "processed") == []
+
+
+def test_queues_bound_at_once_to_a_new_exchange_are_all_kept_and_never_read_half_written(
+    tmp_path: Path,
+) -> None:
+    """kombu creates the exchange's table, then writes it: two first bindings each truncated
+    the other's, and a publisher reading in between raised on the empty file."""
+    exchange, binders, rounds = Exchange(f"fs-test-{uuid.uuid4().hex[:8]}"), 6, 20
+    errors: list[BaseException] = []
+    for round_ in range(rounds):
+        name = f"{exchange.name}-{round_}"
+        start = threading.Barrier(binders * 2)
+
+        def bind(n: int, name: str = name, start: threading.Barrier = start) -> None:
+            with filesystem_connection(tmp_path) as connection:
+                channel = connection.default_channel
+                channel.exchange_declare(name, type="direct")
+                start.wait()
+                try:
+                    channel.queue_bind(f"{name}-q{n}", exchange=name, routing_key=f"k{n}")
+                except BaseException as exc:  # any of them: reported below
+                    errors.append(exc)
+
+        def read(name: str = name, start: threading.Barrier = start) -> None:
+            with filesystem_connection(tmp_path) as connection:
+                channel = connection.default_channel
+                start.wait()
+                try:
+                    for _ in range(50):
+                        channel.get_table(name)
+                except BaseException as exc:  # any of them: reported below
+                    errors.append(exc)
+
+        threads = [threading.Thread(target=bind, args=(n,)) for n in range(binders)]
+        threads += [threading.Thread(target=read) for _ in range(binders)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        with filesystem_connection(tmp_path) as connection:
+            table = connection.default_channel.get_table(name)
+        assert errors == []
+        assert sorted(q.queue for q in table) == [f"{name}-q{n}" for n in range(binders)]
+    assert [p for p in os.listdir(tmp_path / "control") if p.endswith(".partial")] == []
 
 
 def test_an_unreadable_filesystem_message_is_dropped_and_logged_not_fatal(
