@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run test install lint check browser bench bench-recall bench-mcp bench-capture bench-facts bench-rules bench-backlog bench-credentials bench-embed stop-db clean
+.PHONY: run test install lint check browser bench bench-recall bench-mcp bench-capture bench-facts bench-rules bench-backlog bench-credentials bench-embed bench-vs-mem0 stop-db clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "MemoryHub needs Python >= 3.11; set PYTHON=python3.11")'
@@ -83,6 +83,11 @@ bench-credentials: $(STAMP)
 # Memory writes at 200/s over HTTP to their vectors through a real worker, per broker.
 bench-embed: $(STAMP)
 	$(PY) -m tests.benchmarks.bench_embed $(BENCH_ARGS)
+
+# MemoryHub over HTTP against mem0's in-process Memory (local Qdrant, pgvector) on the same
+# data; mem0 in a virtual environment of its own, var/bench-mem0-venv, made on the first run.
+bench-vs-mem0: $(STAMP)
+	$(PY) -m tests.benchmarks.bench_vs_mem0 $(BENCH_ARGS)
 
 stop-db: $(STAMP)
 	$(PY) -c 'from pathlib import Path; import os; from memoryhub.infra.embedded_db import stop_cluster; stop_cluster(Path(os.environ.get("MEMORYHUB_DATA_DIR", "var")).resolve())'

@@ -55,7 +55,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +74,7 @@ from tests.benchmarks.benchserver import (
     percentile,
     purge_queue,
     run_clients,
+    server_cpu_seconds,
     serving,
     start_worker,
 )
@@ -431,6 +432,10 @@ class Side(Protocol):
     def throughput(self, queries: list[Query], clients: int, seconds: float) -> tuple[int, int]:
         ...
 
+    def cpu_seconds(self) -> float:
+        """CPU used so far by every process an operation runs in, the database included."""
+        ...
+
 
 def note_path(index: int) -> str:
     return f"/memories/dialogue/turn-{index:03d}.md"
@@ -442,9 +447,13 @@ _TURN = re.compile(r"turn-(\d+)\.md$")
 class MemoryHubSide:
     """The API as an agent uses it, over loopback HTTP."""
 
-    def __init__(self, base: str, key: str) -> None:
-        self.base, self.key = base, key
+    def __init__(self, base: str, key: str, env: dict[str, str]) -> None:
+        self.base, self.key, self.env = base, key, env
         self.client = Client(base, key)
+
+    def cpu_seconds(self) -> float:
+        """The client (this process), gunicorn and the database cluster."""
+        return time.process_time() + server_cpu_seconds(self.env, self.base)
 
     def add(self, items: list[Item]) -> tuple[list[float], list[str]]:
         self.client.close()  # idle for longer than gunicorn's keep-alive while mem0 ran
@@ -506,7 +515,9 @@ def recall_loop(base: str, key: str, queries: list[Query], start: float, seconds
 class Mem0Side:
     """One mem0_side.py process (one store) in the mem0 environment, over its pipe."""
 
-    def __init__(self, python: Path, store: str, folder: Path, dsn: str = "") -> None:
+    def __init__(self, python: Path, store: str, folder: Path, dsn: str,
+                 database_cpu: Callable[[], float]) -> None:
+        self.database_cpu = database_cpu
         self.log_path = folder / f"mem0-{store}.log"
         self.log = self.log_path.open("w")
         self.proc = subprocess.Popen(
@@ -537,6 +548,13 @@ class Mem0Side:
         if stdin is not None:
             stdin.write(json.dumps({"op": "quit"}) + "\n")
             stdin.close()
+
+    def cpu_seconds(self) -> float:
+        """mem0's process and the database cluster (with MemoryHub's idle gunicorn)."""
+        stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (command)"
+        own = sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK")  # user, system
+        return own + self.database_cpu()
 
     def add(self, items: list[Item]) -> tuple[list[float], list[str]]:
         reply = self.call("add", items=[[user, role, text] for user, _, role, text in items])
@@ -585,8 +603,10 @@ class Figures:
     adds_per_s: list[float] = field(default_factory=list)
     add_p50: list[float] = field(default_factory=list)
     add_p95: list[float] = field(default_factory=list)
+    add_cpu: list[float] = field(default_factory=list)  # ms per add
     search_p50: list[float] = field(default_factory=list)
     search_p95: list[float] = field(default_factory=list)
+    search_cpu: list[float] = field(default_factory=list)
     searches_per_s: list[float] = field(default_factory=list)
     found: int = 0
     asked: int = 0
@@ -605,17 +625,19 @@ def add_round(sides: dict[str, Side], people: list[Person], round_: int, rounds:
     print(f"\nadds, round {round_ + 1} of {rounds}: {len(mine)} people x "
           f"{len(mine[0].turns)} turns, one sequential client", flush=True)
     for name in rotated(round_):
-        started = time.perf_counter()
+        cpu, started = sides[name].cpu_seconds(), time.perf_counter()
         ms, ids = sides[name].add(items)
         elapsed = time.perf_counter() - started
+        f = figures[name]
+        f.add_cpu.append((sides[name].cpu_seconds() - cpu) * 1000 / len(items))
         owner[name].update({id_: (user, index) for id_, (user, index, _, _) in
                             zip(ids, items, strict=True)})
-        f = figures[name]
         f.adds_per_s.append(len(items) / elapsed)
         f.add_p50.append(percentile(ms, 50))
         f.add_p95.append(percentile(ms, 95))
         print(f"  {TITLES[name]:<22}{len(items):>6} adds {f.adds_per_s[-1]:>7.0f} adds/s   "
-              f"p50 {f.add_p50[-1]:6.2f} ms  p95 {f.add_p95[-1]:6.2f} ms", flush=True)
+              f"p50 {f.add_p50[-1]:6.2f} ms  p95 {f.add_p95[-1]:6.2f} ms  "
+              f"CPU {f.add_cpu[-1]:5.2f} ms per add", flush=True)
 
 
 def search_round(sides: dict[str, Side], questions: list[tuple[Query, int]], round_: int,
@@ -627,7 +649,9 @@ def search_round(sides: dict[str, Side], questions: list[tuple[Query, int]], rou
     print(f"\nsearches, round {round_ + 1} of {rounds}: {len(mine)} questions from one client, "
           f"then {clients} clients for {seconds:g} s", flush=True)
     for name in rotated(round_):
+        cpu = sides[name].cpu_seconds()
         ms, found = sides[name].search(queries)
+        search_cpu = (sides[name].cpu_seconds() - cpu) * 1000 / len(queries)
         hits = sum((query[0], evidence) in {owner[name].get(id_) for id_ in ids[:LIMIT]}
                    for (query, evidence), ids in zip(mine, found, strict=True))
         count, errors = sides[name].throughput(queries, clients, seconds)
@@ -635,9 +659,10 @@ def search_round(sides: dict[str, Side], questions: list[tuple[Query, int]], rou
         f.found, f.asked = f.found + hits, f.asked + len(mine)
         f.search_p50.append(percentile(ms, 50))
         f.search_p95.append(percentile(ms, 95))
+        f.search_cpu.append(search_cpu)
         f.searches_per_s.append(count / seconds)
         print(f"  {TITLES[name]:<22}p50 {f.search_p50[-1]:7.2f} ms  p95 {f.search_p95[-1]:7.2f} "
-              f"ms  recall@10 {hits / len(mine):.3f}   {clients} clients "
+              f"ms  CPU {search_cpu:6.2f} ms  recall@10 {hits / len(mine):.3f}   {clients} clients "
               f"{f.searches_per_s[-1]:6.0f} searches/s ({errors} errors)", flush=True)
 
 
@@ -696,8 +721,10 @@ def report(figures: dict[str, Figures], rounds: int, clients: int) -> None:
         ("adds/s, 1 client, sequential", lambda f: med(f.adds_per_s), "{:.0f}"),
         ("add p50 ms", lambda f: med(f.add_p50), "{:.2f}"),
         ("add p95 ms", lambda f: med(f.add_p95), "{:.2f}"),
+        ("CPU ms per add", lambda f: med(f.add_cpu), "{:.2f}"),
         ("search p50 ms, 1 client", lambda f: med(f.search_p50), "{:.2f}"),
         ("search p95 ms, 1 client", lambda f: med(f.search_p95), "{:.2f}"),
+        ("CPU ms per search", lambda f: med(f.search_cpu), "{:.2f}"),
         (f"searches/s, {clients} clients", lambda f: med(f.searches_per_s), "{:.0f}"),
         ("evidence recall@10", lambda f: f.found / f.asked, "{:.3f}"),
     ]
@@ -713,7 +740,9 @@ def report(figures: dict[str, Figures], rounds: int, clients: int) -> None:
                             for n in others)
         print(line)
     print("(ratios: above 1 is MemoryHub ahead for adds/s, searches/s and recall; below 1 for "
-          "the latencies)")
+          "the latencies and CPU. CPU: every process an operation runs in, from /proc: for "
+          "MemoryHub the client, gunicorn and the database; for mem0 its process and the "
+          "database; the figure a busy machine distorts least)")
 
 
 def main() -> None:
@@ -767,9 +796,10 @@ def main() -> None:
     random.Random(args.seed).shuffle(questions)
     owner_dsn = f"host={cluster.socket_dir} port={cluster.port} user={OWNER_ROLE}"
     with production_server(env, folder / "gunicorn.log") as base, mem0_sides(
-            python, chosen, folder, f"{owner_dsn} dbname={MEM0_DB_NAME}") as mem0:
+            python, chosen, folder, f"{owner_dsn} dbname={MEM0_DB_NAME}",
+            lambda: server_cpu_seconds(env, base)) as mem0:
         check_embedder(mem0)
-        sides: dict[str, Side] = {**mem0, "memoryhub": MemoryHubSide(base, key)}
+        sides: dict[str, Side] = {**mem0, "memoryhub": MemoryHubSide(base, key, env)}
         sides = {name: sides[name] for name in chosen}
         figures = {name: Figures() for name in chosen}
         owner: dict[str, dict[str, tuple[str, int]]] = {name: {} for name in chosen}
@@ -792,13 +822,14 @@ def main() -> None:
 
 
 @contextmanager
-def mem0_sides(python: Path | None, chosen: list[str], folder: Path,
-               dsn: str) -> Iterator[dict[str, Mem0Side]]:
+def mem0_sides(python: Path | None, chosen: list[str], folder: Path, dsn: str,
+               database_cpu: Callable[[], float]) -> Iterator[dict[str, Mem0Side]]:
     sides: dict[str, Mem0Side] = {}
     try:
         for store in ("qdrant", "pgvector"):
             if store in chosen and python is not None:
-                sides[store] = Mem0Side(python, store, folder, dsn if store == "pgvector" else "")
+                sides[store] = Mem0Side(python, store, folder,
+                                        dsn if store == "pgvector" else "", database_cpu)
         yield sides
     finally:
         for side in sides.values():
