@@ -35,7 +35,10 @@ Three rounds, the systems in a rotating order each round:
    ``--seconds`` (MemoryHub: processes over HTTP; mem0: threads sharing its ``Memory``, as a
    web app's would): searches/s.
 Printed: the machine's speed gauge, each round's figures, then the medians of the rounds
-(recall@10 over every question) and the ratios MemoryHub / each mem0 column.
+(recall@10 over every question) and the ratios MemoryHub / each mem0 column. Besides the
+latencies, the CPU an add and a search cost over every process they run in (from /proc: the
+client, gunicorn and the database cluster for MemoryHub; mem0's process and the cluster),
+which a busy shared machine distorts far less than it does latency.
 
     python -m tests.benchmarks.bench_vs_mem0 [--quick] [--users 100] [--memories 200]
         [--queries 1000] [--clients 4] [--seconds 5] [--rounds 3]
@@ -492,7 +495,8 @@ def recall(client: Client, user: str, question: str) -> list[dict]:
                                 json={"query": question, "limit": LIMIT})
     if status != 200:
         raise RuntimeError(f"recall {user}: {status} {reply[:300]!r}")
-    return json.loads(reply)["results"]
+    results: list[dict] = json.loads(reply)["results"]
+    return results
 
 
 def recall_loop(base: str, key: str, queries: list[Query], start: float, seconds: float,
@@ -535,7 +539,8 @@ class Mem0Side:
         if not line:
             self.log.flush()
             raise SystemExit(f"mem0 ({op}) stopped:\n{self.log_path.read_text()[-3000:]}")
-        return json.loads(line)
+        reply: dict = json.loads(line)
+        return reply
 
     def close(self) -> None:
         if self.proc.poll() is None:
