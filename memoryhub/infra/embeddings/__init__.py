@@ -76,7 +76,7 @@ def _local_from_config(
         "dimension": dimension,
         "batch_size": int(config.get("batch_size", 32)),
         "backend": config.get("backend") or "auto",
-        "threads": int(config.get("threads") or 1),
+        "threads": int(config.get("threads", 1)),
     }
     return LocalOnnxProvider(**(options | overrides))
 
@@ -93,8 +93,8 @@ def _auto_from_config(config: Mapping[str, Any], dimension: int) -> EmbeddingPro
     except MissingPackageError as missing:
         logger.info("embeddings: hashing (auto; local is not installed: %s)", missing)
         return HashingProvider(dimension=dimension)
-    logger.info("embeddings: local (auto; %s on %s, %d thread(s))",
-                provider_key(provider), provider.backend, provider.threads)
+    logger.info("embeddings: local (auto; %s on %s, threads: %s)", provider_key(provider),
+                provider.backend, provider.threads or "the runtime's default")
     return provider
 
 

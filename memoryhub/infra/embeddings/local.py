@@ -16,7 +16,8 @@ Backends (`backend`: "auto" picks the first that applies, "onnx" or "numpy" insi
 The two safetensors backends compute the same vectors (cosine > 0.9999, a test checks it),
 so they share one provider key and a process on either can read the other's vectors.
 
-Each process runs the model on `threads` threads (1 by default): the web and worker
+Each process runs the model on `threads` threads (1 by default, 0 for the runtime's
+default of one per core): the web and worker
 processes each embed on their own, one per core, and a pool of threads per process only
 makes them fight over the cores (OpenBLAS's default pool ran 4-8x slower than one thread
 on a busy two-core machine; `make bench-embedder` prints it).
@@ -90,7 +91,7 @@ class LocalOnnxProvider:
                 f"but MEMORYHUB_EMBEDDINGS['dimension'] is {dimension}"
             )
         self.batch_size = max(1, batch_size)
-        self.threads = max(1, threads)
+        self.threads = max(0, threads)  # 0: the runtime's own default (a pool per core)
         self.cls_pooling = _uses_cls_pooling(self.model_dir)
         self._tokenizer = _load_tokenizer(self.model_dir, _max_tokens(self.model_dir, config))
         self.backend, self._encode = _load_encoder(
@@ -289,6 +290,8 @@ def _blas_limited(bert: NumpyBert, threads: int) -> Encoder:
 
     The limit holds only during the call: the process's other numpy work keeps its own.
     """
+    if not threads:
+        return bert
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError:  # No way to set it after numpy loaded: BLAS keeps its default.
