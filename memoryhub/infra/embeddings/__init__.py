@@ -69,16 +69,15 @@ def provider_from_config(config: Mapping[str, Any]) -> EmbeddingProvider:
 
 
 def _local_from_config(
-    config: Mapping[str, Any], dimension: int, **overrides: Any
+    config: Mapping[str, Any], dimension: int, backend: str | None = None
 ) -> LocalOnnxProvider:
-    options = {
-        "model_path": config.get("model_path"),
-        "dimension": dimension,
-        "batch_size": int(config.get("batch_size", 32)),
-        "backend": config.get("backend") or "auto",
-        "threads": int(config.get("threads", 1)),
-    }
-    return LocalOnnxProvider(**(options | overrides))
+    return LocalOnnxProvider(
+        model_path=config.get("model_path"),
+        dimension=dimension,
+        batch_size=int(config.get("batch_size", 32)),
+        backend=backend or config.get("backend") or "auto",
+        threads=int(config.get("threads", 1)),
+    )
 
 
 def _auto_from_config(config: Mapping[str, Any], dimension: int) -> EmbeddingProvider:
