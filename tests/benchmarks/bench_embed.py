@@ -32,13 +32,12 @@ import uuid
 from dataclasses import dataclass
 
 from tests.benchmarks.bench_api import Client
-from tests.benchmarks.bench_recall import setup_django
+from tests.benchmarks.bench_recall import fresh_database
 from tests.benchmarks.benchserver import (
     ROOT,
     bench_env,
     gunicorn,
     machine_speed,
-    manage,
     percentile,
     run_clients,
     start_worker,
@@ -216,14 +215,7 @@ def main() -> None:
     parser.add_argument("--poll", type=float, default=0.05, help="seconds between looks")
     args = parser.parse_args()
     env = bench_env(DB_NAME)
-    setup_django(env)
-    from django.conf import settings
-
-    if settings.EMBEDDED_POSTGRES:
-        from memoryhub.infra.embedded_db import Cluster, ensure_database
-
-        ensure_database(Cluster(**settings.EMBEDDED_POSTGRES), DB_NAME, recreate=True)
-    manage(env, "migrate", "--no-input")
+    fresh_database(env)
     print(machine_speed(env), flush=True)
     for broker in args.brokers.split(","):
         report(broker, run_broker(broker_env(env, broker), args), args.rate)

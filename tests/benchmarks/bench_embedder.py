@@ -31,12 +31,11 @@ from typing import Any
 import httpx
 
 from tests.benchmarks.bench_facts import DATA, KS, quality
-from tests.benchmarks.bench_recall import setup_django
+from tests.benchmarks.bench_recall import fresh_database
 from tests.benchmarks.benchserver import (
     bench_env,
     gunicorn,
     machine_speed,
-    manage,
     percentile,
     start_worker,
 )
@@ -193,14 +192,7 @@ def main() -> None:
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
     env = bench_env(DB_NAME)
-    setup_django(env)
-    from django.conf import settings
-
-    if settings.EMBEDDED_POSTGRES:
-        from memoryhub.infra.embedded_db import Cluster, ensure_database
-
-        ensure_database(Cluster(**settings.EMBEDDED_POSTGRES), DB_NAME, recreate=True)
-    manage(env, "migrate", "--no-input")
+    fresh_database(env)
     print(machine_speed(env), flush=True)
     speed(args, *corpora(data))
     if not args.skip_quality:

@@ -16,11 +16,11 @@ Backends (`backend`: "auto" picks the first that applies, "onnx" or "numpy" insi
 The two safetensors backends compute the same vectors (cosine > 0.9999, a test checks it),
 so they share one provider key and a process on either can read the other's vectors.
 
-Each process runs the model on `threads` threads (1 by default, 0 for the runtime's
-default of one per core): the web and worker
-processes each embed on their own, one per core, and a pool of threads per process only
-makes them fight over the cores (OpenBLAS's default pool ran 4-8x slower than one thread
-on a busy two-core machine; `make bench-embedder` prints it).
+Each process runs the model on `threads` threads (1 by default; 0 for the runtime's
+default, a thread per core): the web and worker processes each embed on their own, about
+one per core, and a pool of threads in each only makes them fight over the cores. On a busy
+two-core machine OpenBLAS's default pool embedded up to 4 times fewer passages per second
+than one thread, with a 10 times longer query p95 (`make bench-embedder` prints both).
 
 All tokenize with `tokenizers`, truncate at the model's `max_seq_length` (256 tokens for
 all-MiniLM-L6-v2: longer texts are embedded by their start, so chunk them first), batch
