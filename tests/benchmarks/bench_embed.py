@@ -186,7 +186,10 @@ def figures(done: list[tuple[str, float, float]], failures: int, seen: dict[str,
 
 
 def report(name: str, f: Figures, rate: float) -> None:
-    verdict = ("meets" if rate >= TARGET_RATE and f.vector_s[1] <= TARGET_P95_S and not f.missing
+    # The rate that held, not the one asked: a loaded machine that could not take 200 writes/s
+    # has not shown the target (5% off for the schedule's edges: first send to last answer).
+    sustained = f.rate >= 0.95 * TARGET_RATE
+    verdict = ("meets" if sustained and f.vector_s[1] <= TARGET_P95_S and not f.missing
                else "misses")
     print(f"{name}: {f.acknowledged} writes acknowledged ({f.failures} failed), "
           f"{f.rate:.0f} writes/s sustained (asked {rate:.0f}); write p50 {f.write_ms[0]:.0f} ms "
