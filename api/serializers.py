@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -259,7 +260,28 @@ class StrictFloatField(serializers.FloatField):
         return super().to_internal_value(data)
 
 
-class DocumentWriteSerializer(serializers.Serializer):
+class FlatSerializer(serializers.Serializer):
+    """A body of plain fields (no nested serializer) whose fields are shallow copies.
+
+    DRF deep-copies a serializer's declared fields for every instance: each field's
+    ``__init__`` runs again on deep copies of its arguments (validators, choices), half of the
+    0.6 ms a recall body's validation took here. A declared field is never bound itself and
+    keeps nothing of a request, so a shallow copy, bound to the new instance, is the same
+    field. A nested serializer would be shared with its bound fields, so it is refused."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = {}
+        for name, field in self._declared_fields.items():
+            child = getattr(field, "child", None)
+            if isinstance(field, serializers.BaseSerializer) or isinstance(
+                    child, serializers.BaseSerializer):
+                raise TypeError(f"{type(self).__name__}.{name}: a FlatSerializer nests no "
+                                "serializer")
+            fields[name] = copy.copy(field)
+        return fields
+
+
+class DocumentWriteSerializer(FlatSerializer):
     """``PUT`` body. Omitted ``description``/``confidence`` keep their current values (on
     create: empty and 1.0)."""
 
@@ -295,7 +317,7 @@ def reject_unknown_fields(serializer: serializers.Serializer) -> None:
 # --- End users -----------------------------------------------------------------------------
 
 
-class EndUserPatchSerializer(serializers.Serializer):
+class EndUserPatchSerializer(FlatSerializer):
     whole_on_patch = True  # the one field is the change: a PATCH without it is 400
     memory_enabled = StrictBooleanField()
 
@@ -486,7 +508,7 @@ class WebhookInputSerializer(serializers.Serializer):
 MAX_QUERY_CHARS = 10_000
 
 
-class RecallInputSerializer(serializers.Serializer):
+class RecallInputSerializer(FlatSerializer):
     query = StrictStringField(blank=False, max_length=MAX_QUERY_CHARS)
     limit = StrictIntegerField(min_value=1, max_value=50, default=10)
     threshold = StrictFloatField(
@@ -578,7 +600,7 @@ class SummaryPutSerializer(serializers.Serializer):
 MAX_HISTORY_CONVERSATIONS = 50
 
 
-class TurnContextInputSerializer(serializers.Serializer):
+class TurnContextInputSerializer(FlatSerializer):
     session_id = IdentifierField(SESSION_ID, required=False, allow_null=True)
     profile = IdentifierField(PROFILE, required=False, allow_null=True)
     query = StrictStringField(required=False, allow_null=True, max_length=MAX_QUERY_CHARS,

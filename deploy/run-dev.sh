@@ -24,6 +24,10 @@ fi
 $PY manage.py migrate --no-input
 $PY manage.py collectstatic --no-input -v 0
 $PY manage.py bootstrap_demo --url "http://127.0.0.1:${PORT}"
+# Recall ignores vectors another embedder made (README "Embeddings"): after a change of
+# embedder (EMBEDDINGS_PROVIDER=auto picks local once its packages are installed) the stored
+# memory is brought up to date before serving, with progress. Resumable; quick when current.
+$PY manage.py reembed
 
 pids=()
 stop() {

@@ -412,13 +412,20 @@ WEBHOOKS_SWEEP_GRACE = float(os.environ.get("WEBHOOKS_SWEEP_GRACE", "60"))
 DATABASE_RETRY_AFTER = int(os.environ.get("DATABASE_RETRY_AFTER", "2"))
 
 # --- MemoryHub -------------------------------------------------------------------------------
+# "auto": the local model (all-MiniLM-L6-v2 on onnxruntime) where `make install` installed
+# it, else hashing (memoryhub/infra/embeddings/__init__.py). The tests pin hashing
+# (memoryhub/infra/pytest_plugin.py), so do the benchmarks (tests/benchmarks/benchserver.py).
 MEMORYHUB_EMBEDDINGS = {
-    "provider": os.environ.get("EMBEDDINGS_PROVIDER", "hashing"),
+    "provider": os.environ.get("EMBEDDINGS_PROVIDER", "auto"),
     "dimension": int(os.environ.get("EMBEDDINGS_DIMENSION", "384")),
     "url": os.environ.get("EMBEDDINGS_URL", ""),
     "api_key": os.environ.get("EMBEDDINGS_API_KEY", ""),
     "model": os.environ.get("EMBEDDINGS_MODEL", ""),
     "model_path": os.environ.get("EMBEDDINGS_MODEL_PATH", ""),
+    # local: "auto" (onnxruntime if installed, else numpy), "onnx" or "numpy"; threads per
+    # process (one: each web and worker process embeds on its own core; 0: one per core).
+    "backend": os.environ.get("EMBEDDINGS_BACKEND", "auto"),
+    "threads": int(os.environ.get("EMBEDDINGS_THREADS", "1")),
     "timeout": float(os.environ.get("EMBEDDINGS_TIMEOUT", "10")),
     "batch_size": int(os.environ.get("EMBEDDINGS_BATCH_SIZE", "64")),
     "max_retries": int(os.environ.get("EMBEDDINGS_MAX_RETRIES", "3")),

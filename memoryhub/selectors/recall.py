@@ -4,7 +4,7 @@
 the tenant, for the session's profile or by the person yields no results (as does an end
 user nobody has written for). Otherwise the query is embedded with the configured provider
 (timed separately, so callers and the benchmark can tell model time from search time) and
-``memoryhub.store.recall.recall_search`` ranks the documents the session can see.
+``memoryhub.store.recall`` ranks the documents the session can see, facts and messages.
 
 ``sources`` chooses what is searched: ``documents`` (the session's visible documents),
 ``facts`` (the person's valid facts; invalid ones too with ``include_invalid``) and
@@ -36,7 +36,15 @@ from django.utils import timezone
 from memoryhub.infra.embeddings import get_provider, provider_key
 from memoryhub.models import Conversation, EndUser, Fact
 from memoryhub.selectors.documents import memory_enabled
-from memoryhub.store.recall import Ranking, RecallHit, Visibility, recall_search, records_search
+from memoryhub.store.recall import (
+    Ranking,
+    RecallHit,
+    Search,
+    Visibility,
+    documents_search,
+    records_search,
+    searches_run,
+)
 from tenants.models import Tenant
 
 CONTEXT_HEADER = (
@@ -151,19 +159,20 @@ def recall_rank(
     """The best ``limit`` of every source (each ranked exactly: ``memoryhub.store.recall``),
     merged by score: the best ``limit`` of one ranking of everything (``make bench-recall``
     checks it against brute force)."""
-    hits: list[RecallHit] = []
+    searches: list[Search] = []
     if "documents" in sources:
-        hits += recall_search(
+        searches.append(documents_search(
             visibility=visibility, query_vector=query_vector, provider=provider, terms=terms,
             limit=limit, threshold=threshold, ranking=ranking, now=now,
-        )
+        ))
     for source in SOURCES:
         if source in sources and source in _KIND_OF_SOURCE:
-            hits += records_search(
+            searches.append(records_search(
                 kind=_KIND_OF_SOURCE[source], end_user_id=visibility.end_user_id,
                 query_vector=query_vector, provider=provider, terms=terms, limit=limit,
                 threshold=threshold, ranking=ranking, now=now, include_invalid=include_invalid,
-            )
+            ))
+    hits = [hit for found in searches_run(searches) for hit in found]
     hits.sort(key=lambda hit: (-hit.score, -hit.updated_at.timestamp()))  # stable: ties keep order
     return hits[:limit]
 

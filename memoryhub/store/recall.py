@@ -67,7 +67,9 @@ more than such a query saves and which big row estimates would trigger.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -243,14 +245,23 @@ _SESSION = (
 _HEAD_PER_RESULT = 4
 
 
-def recall_search(
+@dataclass(frozen=True)
+class Search:
+    """One ranking statement, ready to run (``searches_run``), and how its rows become hits."""
+
+    sql: str
+    params: dict[str, Any]  # Any: psycopg also takes HalfVec (our dumper)
+    hit: Callable[[tuple], RecallHit]
+
+
+def documents_search(
     *, visibility: Visibility, query_vector: list[float] | None, provider: str, terms: list[str],
     limit: int, threshold: float | None, ranking: Ranking, now: datetime,
-) -> list[RecallHit]:
-    """Rank the visible documents for a query (module docstring); ``threshold`` None keeps all."""
-    tenant = tenant_id()
-    params: dict[str, Any] = {  # Any: psycopg also takes HalfVec (our dumper)
-        "tenant": tenant, "end_user": visibility.end_user_id,
+) -> Search:
+    """The ranking of the visible documents for a query (module docstring); ``threshold``
+    None keeps all."""
+    params: dict[str, Any] = {
+        "tenant": tenant_id(), "end_user": visibility.end_user_id,
         "session": visibility.session_id, "profile": visibility.profile,
         "provider": provider, "lexical_weight": ranking.lexical_weight,
         "recency_weight": ranking.recency_weight, "now": now, "limit": limit,
@@ -263,11 +274,31 @@ def recall_search(
     if query_vector is not None:
         params["qvec"] = HalfVec(query_vector)
     sql = _statement(query_vector is not None, bool(terms), threshold is not None)
-    with connection.cursor() as cursor:
-        cursor.execute(_SESSION)
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    return [_hit(row) for row in rows]
+    return Search(sql, params, _hit)
+
+
+def searches_run(searches: list[Search]) -> list[list[RecallHit]]:
+    """Run the searches in the request's transaction, each one's hits in order.
+
+    One round trip for them all (psycopg's pipeline mode): the session settings, then every
+    statement, sent together; PostgreSQL runs them one after the other as before, and the
+    client waits once instead of once a statement."""
+    if not searches:
+        return []
+    with connection.cursor() as settings_cursor:
+        # Django's cursor opens the connection; the pipeline is psycopg's own.
+        with connection.connection.pipeline():
+            settings_cursor.execute(_SESSION)
+            cursors = [connection.cursor() for _ in searches]
+            try:
+                for cursor, search in zip(cursors, searches, strict=True):
+                    cursor.execute(search.sql, search.params)
+                rows = [cursor.fetchall() for cursor in cursors]
+            finally:
+                for cursor in cursors:
+                    cursor.close()
+    return [[search.hit(row) for row in found] for search, found in zip(searches, rows,
+                                                                           strict=True)]
 
 
 @cache
@@ -397,9 +428,9 @@ def records_search(
     *, kind: str, end_user_id: int, query_vector: list[float] | None, provider: str,
     terms: list[str], limit: int, threshold: float | None, ranking: Ranking, now: datetime,
     include_invalid: bool = False,
-) -> list[RecallHit]:
-    """Rank the person's facts or messages (``kind``) for a query (the comment above);
-    ``threshold`` None keeps all."""
+) -> Search:
+    """The ranking of the person's facts or messages (``kind``) for a query (the comment
+    above); ``threshold`` None keeps all. ``searches_run`` runs it."""
     params: dict[str, Any] = {
         "tenant": tenant_id(), "end_user": end_user_id, "provider": provider,
         "lexical_weight": ranking.lexical_weight, "recency_weight": ranking.recency_weight,
@@ -413,11 +444,7 @@ def records_search(
         params["qvec"] = HalfVec(query_vector)
     sql = _records_statement(kind, query_vector is not None, bool(terms), threshold is not None,
                              include_invalid)
-    with connection.cursor() as cursor:
-        cursor.execute(_SESSION)
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    return [_record_hit(kind, row) for row in rows]
+    return Search(sql, params, functools.partial(_record_hit, kind))
 
 
 @cache

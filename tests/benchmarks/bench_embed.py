@@ -32,13 +32,12 @@ import uuid
 from dataclasses import dataclass
 
 from tests.benchmarks.bench_api import Client
-from tests.benchmarks.bench_recall import setup_django
+from tests.benchmarks.bench_recall import fresh_database
 from tests.benchmarks.benchserver import (
     ROOT,
     bench_env,
     gunicorn,
     machine_speed,
-    manage,
     percentile,
     run_clients,
     start_worker,
@@ -187,7 +186,10 @@ def figures(done: list[tuple[str, float, float]], failures: int, seen: dict[str,
 
 
 def report(name: str, f: Figures, rate: float) -> None:
-    verdict = ("meets" if rate >= TARGET_RATE and f.vector_s[1] <= TARGET_P95_S and not f.missing
+    # The rate that held, not the one asked: a loaded machine that could not take 200 writes/s
+    # has not shown the target (5% off for the schedule's edges: first send to last answer).
+    sustained = f.rate >= 0.95 * TARGET_RATE
+    verdict = ("meets" if sustained and f.vector_s[1] <= TARGET_P95_S and not f.missing
                else "misses")
     print(f"{name}: {f.acknowledged} writes acknowledged ({f.failures} failed), "
           f"{f.rate:.0f} writes/s sustained (asked {rate:.0f}); write p50 {f.write_ms[0]:.0f} ms "
@@ -216,14 +218,7 @@ def main() -> None:
     parser.add_argument("--poll", type=float, default=0.05, help="seconds between looks")
     args = parser.parse_args()
     env = bench_env(DB_NAME)
-    setup_django(env)
-    from django.conf import settings
-
-    if settings.EMBEDDED_POSTGRES:
-        from memoryhub.infra.embedded_db import Cluster, ensure_database
-
-        ensure_database(Cluster(**settings.EMBEDDED_POSTGRES), DB_NAME, recreate=True)
-    manage(env, "migrate", "--no-input")
+    fresh_database(env)
     print(machine_speed(env), flush=True)
     for broker in args.brokers.split(","):
         report(broker, run_broker(broker_env(env, broker), args), args.rate)

