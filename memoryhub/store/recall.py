@@ -278,25 +278,20 @@ def documents_search(
 
 
 def searches_run(searches: list[Search]) -> list[list[RecallHit]]:
-    """Run the searches in the request's transaction, each one's hits in order.
+    """Run the searches in the request's transaction, each one's hits in order, after the
+    session settings they share (set once for all of them).
 
-    One round trip for them all (psycopg's pipeline mode): the session settings, then every
-    statement, sent together; PostgreSQL runs them one after the other as before, and the
-    client waits once instead of once a statement."""
+    One statement after another: psycopg's pipeline mode (all sent at once) measured worse
+    here, its wait for the results cost the web process more CPU than the round trips it
+    saved (recall of 200 memories over HTTP from 4 clients: 189-197 against 218 a second)."""
     if not searches:
         return []
-    with connection.cursor() as settings_cursor:
-        # Django's cursor opens the connection; the pipeline is psycopg's own.
-        with connection.connection.pipeline():
-            settings_cursor.execute(_SESSION)
-            cursors = [connection.cursor() for _ in searches]
-            try:
-                for cursor, search in zip(cursors, searches, strict=True):
-                    cursor.execute(search.sql, search.params)
-                rows = [cursor.fetchall() for cursor in cursors]
-            finally:
-                for cursor in cursors:
-                    cursor.close()
+    rows = []
+    with connection.cursor() as cursor:
+        cursor.execute(_SESSION)
+        for search in searches:
+            cursor.execute(search.sql, search.params)
+            rows.append(cursor.fetchall())
     return [[search.hit(row) for row in found] for search, found in zip(searches, rows,
                                                                            strict=True)]
 
