@@ -327,6 +327,7 @@ def _proper_unavailable(response: httpx.Response) -> bool:
         return False
 
 
+UNAVAILABLE_RETRIES = 45  # more than two server processes pool (2 x the DB pool's max_size, 20)
 _MEMORY = re.compile(r'<memory path="([^"]+)" scope="global">\n(.*?)\n</memory>', re.S)
 
 
@@ -337,6 +338,14 @@ def stored(base: str, key: str, users: list[str]) -> dict[tuple[str, str], str]:
                       headers={"Authorization": f"Bearer {key}"}) as client:
         for user in users:
             response = client.get(f"/users/{user}/memory/snapshot")
+            # After a database restart each pooled connection that died with it fails its next
+            # request once, with the contract's 503 and Retry-After (a client retries that),
+            # and the pool then replaces it: read as a client would, a few tries at most.
+            for _ in range(UNAVAILABLE_RETRIES):
+                if not _proper_unavailable(response):
+                    break
+                time.sleep(0.2)
+                response = client.get(f"/users/{user}/memory/snapshot")
             response.raise_for_status()
             for path, text in _MEMORY.findall(response.json()["text"]):
                 found[(user, path)] = text.rstrip("\n")
