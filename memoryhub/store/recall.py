@@ -305,7 +305,10 @@ def _statement(vector: bool, terms: bool, threshold: bool) -> str:
         config=SEARCH_CONFIG, visible=_VISIBLE, score=_SCORE,
         passage=Passage._meta.db_table, document=MemoryDocument._meta.db_table,
         passage_tenant=tenant_is("p", param=_TENANT),
-        document_tenant=tenant_is("d", param=_TENANT),
+        # The person's own documents, said again (a passage's document is its person's): the
+        # planner then reads them through document_user_recent instead of every document of
+        # the tenant (a sequential scan, as plain index scans are off).
+        document_tenant=tenant_is("d", param=_TENANT) + " AND d.end_user_id = %(end_user)s",
         vector=_VECTOR_SIMILARITY if vector else "NULL::float8",
         exact=_EXACT_SHARE if terms else "0::float8",
         fuzzy=_FUZZY_SHARE if terms else "0::float8",

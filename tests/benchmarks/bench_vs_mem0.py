@@ -617,8 +617,9 @@ class Figures:
     asked: int = 0
 
 
-def rotated(round_: int) -> list[str]:
-    return [SYSTEMS[(round_ + i) % len(SYSTEMS)] for i in range(len(SYSTEMS))]
+def rotated(names: list[str], round_: int) -> list[str]:
+    """The systems under test (``--systems``), each round starting one further along."""
+    return [names[(round_ + i) % len(names)] for i in range(len(names))]
 
 
 def add_round(sides: dict[str, Side], people: list[Person], round_: int, rounds: int,
@@ -629,7 +630,7 @@ def add_round(sides: dict[str, Side], people: list[Person], round_: int, rounds:
              for p in mine if i < len(p.turns)]
     print(f"\nadds, round {round_ + 1} of {rounds}: {len(mine)} people x "
           f"{len(mine[0].turns)} turns, one sequential client", flush=True)
-    for name in rotated(round_):
+    for name in rotated(list(sides), round_):
         cpu, started = sides[name].cpu_seconds(), time.perf_counter()
         ms, ids = sides[name].add(items)
         elapsed = time.perf_counter() - started
@@ -653,7 +654,7 @@ def search_round(sides: dict[str, Side], questions: list[tuple[Query, int]], rou
     queries = [query for query, _ in mine]
     print(f"\nsearches, round {round_ + 1} of {rounds}: {len(mine)} questions from one client, "
           f"then {clients} clients for {seconds:g} s", flush=True)
-    for name in rotated(round_):
+    for name in rotated(list(sides), round_):
         cpu = sides[name].cpu_seconds()
         ms, found = sides[name].search(queries)
         search_cpu = (sides[name].cpu_seconds() - cpu) * 1000 / len(queries)
