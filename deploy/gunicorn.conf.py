@@ -74,6 +74,14 @@ def on_starting(server: Any) -> None:
         stale.unlink()
 
 
+def post_worker_init(worker: Any) -> None:
+    """Each web process loads its embedding model as it starts (recall embeds the query), in
+    a thread, not in its first recall."""
+    from memoryhub.infra.embeddings import warm_up_in_background
+
+    warm_up_in_background()
+
+
 def child_exit(server: Any, worker: Any) -> None:
     from prometheus_client import multiprocess
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_process_init
 from kombu.transport import TRANSPORT_ALIASES
 
 from memoryhub.infra.bootstrap import bootstrap
@@ -25,3 +26,11 @@ app = Celery("memoryhub")
 app.on_configure.connect(lambda sender, **kwargs: bootstrap(), weak=False)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_process_init.connect
+def _warm_embeddings(**kwargs: object) -> None:
+    """Each worker process loads its embedding model as it starts, not in its first task."""
+    from memoryhub.infra.embeddings import warm_up_in_background
+
+    warm_up_in_background()

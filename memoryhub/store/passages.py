@@ -161,9 +161,29 @@ def vectors_only_commit() -> None:
         cursor.execute("SET LOCAL synchronous_commit TO off")
 
 
-# First keys of the two-key advisory locks (memoryhub/store/events.py has 7_001): one
-# embedding task per tenant and kind catches up on what waits (services.passages).
+# First keys of the two-key advisory locks (the documents' embedding claims below are
+# 7_004): one embedding task per tenant and kind catches up on what waits (services.passages).
 _CATCH_UP_NAMESPACES = {"passages": 7_002, "records": 7_003}
+
+
+# One document's embedding claim: the two-key advisory lock (7_004, the document's id folded
+# into 32 bits; two ids 2**31 - 1 apart share a claim, which only delays one of them).
+_DOCUMENT_CLAIMS = 7_004
+
+
+def documents_embedding_claim(*, document_ids: Sequence[int]) -> set[int]:
+    """Of the tenant's ``document_ids``, those whose embedding claim this transaction holds
+    now, until it ends (taken without waiting): another transaction is embedding the rest."""
+    tenant_id()  # fails closed without a tenant, like every statement here
+    if not document_ids:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM unnest(%s::bigint[]) AS id "
+            "WHERE pg_try_advisory_xact_lock(%s, (id %% 2147483647)::int)",
+            [sorted(set(document_ids)), _DOCUMENT_CLAIMS],
+        )
+        return {row[0] for row in cursor.fetchall()}
 
 
 def embedding_catch_up_claim(*, kind: str) -> bool:

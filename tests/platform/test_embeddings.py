@@ -26,10 +26,12 @@ import pytest
 from memoryhub.infra.embeddings import (
     EmbeddingError,
     EmbeddingProvider,
+    _cached_provider,
     get_provider,
     l2_normalise,
     provider_from_config,
     provider_key,
+    warm_up_in_background,
 )
 from memoryhub.infra.embeddings.hashing import HashingProvider
 from memoryhub.infra.embeddings.local import (
@@ -156,6 +158,53 @@ def test_get_provider_caches_one_instance_per_settings_dict(
     assert (first.name, first.dimension) == ("hashing", 32)
     embedding_settings({"provider": "hashing", "dimension": 64})
     assert get_provider().dimension == 64
+
+
+def test_the_warm_up_builds_the_provider_that_the_process_then_uses(
+    embedding_settings: Callable[[dict[str, Any]], None], caplog: pytest.LogCaptureFixture,
+) -> None:
+    embedding_settings({"provider": "hashing", "dimension": 32})
+    with caplog.at_level("INFO", logger="memoryhub.infra.embeddings"):
+        warm_up_in_background().join(timeout=10)
+    assert "embeddings: hashing:32 ready in" in caplog.text
+    built = _cached_provider.cache_info()
+    assert (built.currsize, built.hits) == (1, 0)
+    get_provider()
+    assert _cached_provider.cache_info().hits == 1  # the warm-up's instance, not a new one
+
+
+def test_a_call_during_the_warm_up_waits_for_its_model_instead_of_loading_another(
+    embedding_settings: Callable[[dict[str, Any]], None], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import memoryhub.infra.embeddings as embeddings
+
+    builds = []
+    real = embeddings.provider_from_config
+
+    def slow_to_load(config: dict[str, Any]) -> EmbeddingProvider:
+        builds.append(config)
+        time.sleep(0.3)  # a model loading
+        return real(config)
+
+    monkeypatch.setattr(embeddings, "provider_from_config", slow_to_load)
+    embedding_settings({"provider": "hashing", "dimension": 32})
+    warming = warm_up_in_background()
+    time.sleep(0.05)
+    provider = get_provider()
+    warming.join(timeout=10)
+    assert len(builds) == 1
+    assert provider is get_provider()
+
+
+def test_a_failed_warm_up_is_logged_and_leaves_the_error_to_the_first_call(
+    embedding_settings: Callable[[dict[str, Any]], None], caplog: pytest.LogCaptureFixture,
+) -> None:
+    embedding_settings({"provider": "no-such-provider"})
+    with caplog.at_level("WARNING", logger="memoryhub.infra.embeddings"):
+        warm_up_in_background().join(timeout=10)
+    assert "the warm-up failed" in caplog.text
+    with pytest.raises(EmbeddingError, match="unknown embedding provider"):
+        get_provider()
 
 
 def test_get_provider_builds_the_openai_client_from_settings(

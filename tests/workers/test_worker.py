@@ -6,10 +6,14 @@ what beat sends (retention, the webhooks sweep) runs there too.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from memoryhub.celery import app as celery_app
@@ -22,6 +26,7 @@ from memoryhub.models import (
 )
 from memoryhub.services.webhooks import DELIVERY_HEADER
 from memoryhub.store.events import event_insert
+from memoryhub.store.passages import documents_embedding_claim
 from tenants.context import tenant_context
 from tests.webhooks.receiver import TIMESTAMP, webhook_receiver
 from tests.workers import test_retention as retention
@@ -73,6 +78,53 @@ def test_a_burst_of_writes_of_two_tenants_is_embedded(
         return counts == [4, 4]
 
     wait_for(embedded)
+
+
+@contextmanager
+def embedding_claimed(tenant_id: int, document_id: int) -> Iterator[None]:
+    """Another transaction (a thread of this process, with its own connection) holds the
+    document's embedding claim for the block, as a task embedding it in the other worker
+    process would."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with tenant_context(tenant_id):
+                assert documents_embedding_claim(document_ids=[document_id]) == {document_id}
+                held.set()
+                release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(timeout=10)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join(timeout=10)
+
+
+def test_a_document_another_task_is_embedding_is_left_to_it_and_asked_for_again(
+    transactional_db, celery_worker, acme,
+) -> None:
+    """memoryhub/services/passages.py, "Catching up": one transaction embeds a document at a
+    time; a task that finds its document claimed asks for it again until the claim is free."""
+    put_over_http(acme, "/notes/diet.md", DIET)
+
+    def waiting() -> int:
+        with tenant_context(acme.tenant.id):
+            return Passage.objects.filter(embedding__isnull=True).count()
+
+    wait_for(lambda: waiting() == 0)
+    with tenant_context(acme.tenant.id):
+        document_id = Passage.objects.get().document_id
+    with embedding_claimed(acme.tenant.id, document_id):
+        put_over_http(acme, "/notes/diet.md", DIET + " She loves lentils.")
+        time.sleep(2.5)  # the edit's task and at least one retry came and left it
+        assert waiting() == 1
+    wait_for(lambda: waiting() == 0, timeout=10)
 
 
 def test_a_webhook_is_retried_after_a_500_then_delivered(

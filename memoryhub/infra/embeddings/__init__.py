@@ -21,6 +21,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +47,7 @@ __all__ = [
     "l2_normalise",
     "provider_from_config",
     "provider_key",
+    "warm_up_in_background",
 ]
 
 logger = logging.getLogger(__name__)
@@ -130,7 +133,40 @@ def get_provider() -> EmbeddingProvider:
 
     config = getattr(settings, "MEMORYHUB_EMBEDDINGS", None) or {}
     # A dict is unhashable; its canonical JSON is a stable cache key.
-    return _cached_provider(json.dumps(dict(config), sort_keys=True, default=str))
+    key = json.dumps(dict(config), sort_keys=True, default=str)
+    # lru_cache does not hold other callers while it builds: without the lock, a request
+    # arriving while the warm-up thread loads the model would load a second one.
+    with _building:
+        return _cached_provider(key)
 
 
 get_provider.cache_clear = _cached_provider.cache_clear  # type: ignore[attr-defined]
+_building = threading.Lock()
+
+WARM_UP_TEXT = "MemoryHub warms up its embedding model."
+
+
+def warm_up_in_background() -> threading.Thread:
+    """Build this process's provider and embed one text, in a daemon thread: a worker or web
+    process calls it when it starts, so that its first embedding task or recall does not wait
+    for the model (the ``local`` one takes 2-3 s to load and run once). In a thread because
+    Celery gives a new worker process 4 s to report ready. A remote provider is only built:
+    nothing is sent before there is something to embed. A failure is logged and left to the
+    first real call, which reports it where it matters."""
+    thread = threading.Thread(target=_warm_up, name="embeddings-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _warm_up() -> None:
+    started = time.perf_counter()
+    try:
+        provider = get_provider()
+        if not isinstance(provider, OpenAICompatibleProvider):
+            provider.embed([WARM_UP_TEXT])
+    except Exception:  # a warm-up must never take its process down
+        logger.warning("embeddings: the warm-up failed; the first embedding will retry",
+                       exc_info=True)
+        return
+    logger.info("embeddings: %s ready in %.2f s", provider_key(provider),
+                time.perf_counter() - started)
