@@ -43,7 +43,7 @@ from memoryhub.infra.embeddings import (
     get_provider,
     provider_key,
 )
-from memoryhub.infra.jobs import EMBED_DOCUMENTS, jobs_run_inline
+from memoryhub.infra.jobs import EMBED_DOCUMENTS, EMBED_RECORDS, jobs_run_inline
 from memoryhub.infra.publisher import (
     embedding_enqueue,
     job_enqueue_soon,
@@ -51,8 +51,8 @@ from memoryhub.infra.publisher import (
 )
 from memoryhub.models import Fact, MemoryDocument, Message, Passage
 from memoryhub.store.passages import (
-    documents_embedding_claim,
     embedding_catch_up_claim,
+    embedding_claim,
     passage_vectors,
     passage_vectors_store,
     passages_delete,
@@ -192,8 +192,9 @@ def documents_embed(*, documents: Sequence[tuple[int, int]], catch_up: bool = Fa
         versions[pk] = max(version, versions.get(pk, version))
     current = dict(MemoryDocument.objects.filter(pk__in=versions).values_list("pk", "version"))
     wanted = {pk: version for pk, version in versions.items() if current.get(pk) == version}
-    claimed = documents_embedding_claim(document_ids=list(wanted))
-    _embed_later({pk: version for pk, version in wanted.items() if pk not in claimed})
+    claimed = embedding_claim(kind="document", ids=list(wanted))
+    _ask_again(EMBED_DOCUMENTS, [[pk, version] for pk, version in wanted.items()
+                                 if pk not in claimed])
     provider = get_provider()
     candidates = (
         Passage.objects.filter(document_id__in=claimed)
@@ -207,23 +208,22 @@ def documents_embed(*, documents: Sequence[tuple[int, int]], catch_up: bool = Fa
         waiting = list(Passage.objects.filter(embedding__isnull=True)
                        .exclude(document_id__in=claimed).order_by("id")
                        .only("id", "text", "document_id")[:CATCH_UP])
-        mine = documents_embedding_claim(document_ids=[p.document_id for p in waiting])
+        mine = embedding_claim(kind="document", ids=[p.document_id for p in waiting])
         others = [p for p in waiting if p.document_id in mine]
     if own or others:
         vectors_only_commit()
     return _own_and_waiting_embed(own, others, partial(passages_embed, provider=provider))
 
 
-def _embed_later(busy: dict[int, int]) -> None:
-    """Ask again, a little later, for documents whose claim another transaction holds: it
-    embeds what it read, and the task then finds nothing left, or the rows of an edit that
-    came after that read."""
+def _ask_again(task: str, busy: list[list]) -> None:
+    """Send ``task`` again, a little later, for the items (without the tenant) whose claim
+    another transaction holds: it embeds what it read, and the task then finds nothing left,
+    or the rows of an edit that came after that read."""
     if not busy or jobs_run_inline():  # inline, nothing else can hold a claim meanwhile
         return
-    items = [[current_tenant_id(), pk, version] for pk, version in busy.items()]
-    transaction.on_commit(partial(job_enqueue_soon, name=EMBED_DOCUMENTS,
-                                  kwargs={"items": items}, countdown=CLAIM_RETRY_SECONDS),
-                          robust=True)
+    items = [[current_tenant_id(), *item] for item in busy]
+    transaction.on_commit(partial(job_enqueue_soon, name=task, kwargs={"items": items},
+                                  countdown=CLAIM_RETRY_SECONDS), robust=True)
 
 
 # --- Catching up -------------------------------------------------------------------------------
@@ -235,9 +235,9 @@ def _embed_later(busy: dict[int, int]) -> None:
 # kind: the first task the worker runs after a write commits gives it its vector, and the
 # messages behind find little left to do. One task per tenant and kind catches up at a time
 # (a transaction-level advisory lock). A document is embedded by one transaction at a time
-# too: a task claims each document it takes, its own and the waiting ones, without waiting
-# (``documents_embedding_claim``), and leaves the ones another task holds to it, asking for
-# them again CLAIM_RETRY_SECONDS later. Without the claims, a catch-up and the tasks of
+# too, and a fact or a conversation's messages: a task claims each one it takes, its own and
+# the waiting ones, without waiting (``embedding_claim``), and leaves the ones another task
+# holds to it, asking for them again CLAIM_RETRY_SECONDS later. Without the claims, a catch-up and the tasks of
 # the same writes in the other worker process embedded the same passages at the same time
 # (make bench-embed with the local model: 1,179 vectors computed for 800 writes).
 # A provider that refuses the batch is asked again for the task's own rows alone: a row it
@@ -337,8 +337,11 @@ def records_embed(*, items: Sequence[tuple[str, str]], catch_up: bool = False) -
     with ``catch_up`` the facts and messages still waiting in the tenant too."""
     provider = get_provider()
     stale = _needs_vector(provider_key(provider))
-    facts = [pk for kind, pk in items if kind == "fact"]
-    conversations = [pk for kind, pk in items if kind != "fact"]
+    facts = embedding_claim(kind="fact", ids=[pk for kind, pk in items if kind == "fact"])
+    conversations = embedding_claim(kind="conversation",
+                                    ids=[pk for kind, pk in items if kind != "fact"])
+    _ask_again(EMBED_RECORDS, [[kind, pk] for kind, pk in items
+                               if pk not in (facts if kind == "fact" else conversations)])
     own_facts = list(Fact.objects.filter(stale, id__in=facts).order_by("id")
                      .values_list("id", "content")) if facts else []
     own_messages = list(Message.objects.filter(stale, conversation_id__in=conversations)
@@ -347,12 +350,15 @@ def records_embed(*, items: Sequence[tuple[str, str]], catch_up: bool = False) -
     waiting_facts: list = []
     waiting_messages: list = []
     if catch_up and embedding_catch_up_claim(kind="records"):
-        waiting_facts = list(Fact.objects.filter(embedding__isnull=True)
-                             .exclude(id__in=[pk for pk, _ in own_facts]).order_by("id")
-                             .values_list("id", "content")[:CATCH_UP])
-        waiting_messages = list(Message.objects.filter(embedding__isnull=True)
-                                .exclude(id__in=[pk for pk, _ in own_messages]).order_by("id")
-                                .values_list("id", "content")[:CATCH_UP])
+        found_facts = list(Fact.objects.filter(embedding__isnull=True).exclude(id__in=facts)
+                           .order_by("id").values_list("id", "content")[:CATCH_UP])
+        mine = embedding_claim(kind="fact", ids=[pk for pk, _ in found_facts])
+        waiting_facts = [(pk, text) for pk, text in found_facts if pk in mine]
+        found_messages = list(Message.objects.filter(embedding__isnull=True)
+                              .exclude(conversation_id__in=conversations).order_by("id")
+                              .values_list("id", "content", "conversation_id")[:CATCH_UP])
+        mine = embedding_claim(kind="conversation", ids=[c for _, _, c in found_messages])
+        waiting_messages = [(pk, text) for pk, text, c in found_messages if c in mine]
     if own_facts or own_messages or waiting_facts or waiting_messages:
         vectors_only_commit()
     return (

@@ -9,7 +9,7 @@ Hand-written: a write re-indexes its document every time, and the ORM's compilat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection
 from django.utils import timezone
@@ -19,6 +19,7 @@ from memoryhub.store._tenancy import tenant_id, tenant_is
 
 # The full-text configuration of Passage.search; recall's queries must use the same one.
 SEARCH_CONFIG = "simple"
+T = TypeVar("T")
 
 _PASSAGE = Passage._meta.db_table
 _OLD_PASSAGES = (
@@ -161,29 +162,32 @@ def vectors_only_commit() -> None:
         cursor.execute("SET LOCAL synchronous_commit TO off")
 
 
-# First keys of the two-key advisory locks (the documents' embedding claims below are
-# 7_004): one embedding task per tenant and kind catches up on what waits (services.passages).
+# First keys of the two-key advisory locks (the embedding claims below have 7_004-7_006):
+# one embedding task per tenant and kind catches up on what waits (services.passages).
 _CATCH_UP_NAMESPACES = {"passages": 7_002, "records": 7_003}
 
 
-# One document's embedding claim: the two-key advisory lock (7_004, the document's id folded
-# into 32 bits; two ids 2**31 - 1 apart share a claim, which only delays one of them).
-_DOCUMENT_CLAIMS = 7_004
+# Embedding claims, one per document, fact or conversation (its messages): the two-key
+# advisory lock (the kind's first key, the id's hashtext). Two ids of one hash share a claim,
+# which only delays one of them.
+_CLAIM_NAMESPACES = {"document": 7_004, "fact": 7_005, "conversation": 7_006}
 
 
-def documents_embedding_claim(*, document_ids: Sequence[int]) -> set[int]:
-    """Of the tenant's ``document_ids``, those whose embedding claim this transaction holds
-    now, until it ends (taken without waiting): another transaction is embedding the rest."""
+def embedding_claim(*, kind: str, ids: Sequence[T]) -> set[T]:
+    """Of the tenant's ``ids`` of ``kind`` ("document", "fact" or "conversation"), those whose
+    embedding claim this transaction holds now, until it ends (taken without waiting):
+    another transaction is embedding the rest."""
     tenant_id()  # fails closed without a tenant, like every statement here
-    if not document_ids:
+    by_text = {str(pk): pk for pk in ids}
+    if not by_text:
         return set()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id FROM unnest(%s::bigint[]) AS id "
-            "WHERE pg_try_advisory_xact_lock(%s, (id %% 2147483647)::int)",
-            [sorted(set(document_ids)), _DOCUMENT_CLAIMS],
+            "SELECT id FROM unnest(%s::text[]) AS id "
+            "WHERE pg_try_advisory_xact_lock(%s, hashtext(id))",
+            [sorted(by_text), _CLAIM_NAMESPACES[kind]],
         )
-        return {row[0] for row in cursor.fetchall()}
+        return {by_text[row[0]] for row in cursor.fetchall()}
 
 
 def embedding_catch_up_claim(*, kind: str) -> bool:

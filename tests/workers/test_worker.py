@@ -19,6 +19,7 @@ from django.utils import timezone
 from memoryhub.celery import app as celery_app
 from memoryhub.models import (
     DeliveryStatus,
+    Fact,
     MemoryEvent,
     Passage,
     WebhookDelivery,
@@ -26,7 +27,7 @@ from memoryhub.models import (
 )
 from memoryhub.services.webhooks import DELIVERY_HEADER
 from memoryhub.store.events import event_insert
-from memoryhub.store.passages import documents_embedding_claim
+from memoryhub.store.passages import embedding_claim
 from tenants.context import tenant_context
 from tests.webhooks.receiver import TIMESTAMP, webhook_receiver
 from tests.workers import test_retention as retention
@@ -81,16 +82,16 @@ def test_a_burst_of_writes_of_two_tenants_is_embedded(
 
 
 @contextmanager
-def embedding_claimed(tenant_id: int, document_id: int) -> Iterator[None]:
+def embedding_claimed(tenant_id: int, kind: str, record_id: object) -> Iterator[None]:
     """Another transaction (a thread of this process, with its own connection) holds the
-    document's embedding claim for the block, as a task embedding it in the other worker
-    process would."""
+    embedding claim of a document, fact or conversation for the block, as a task embedding it
+    in the other worker process would."""
     held, release = threading.Event(), threading.Event()
 
     def hold() -> None:
         try:
             with tenant_context(tenant_id):
-                assert documents_embedding_claim(document_ids=[document_id]) == {document_id}
+                assert embedding_claim(kind=kind, ids=[record_id]) == {record_id}
                 held.set()
                 release.wait(timeout=60)
         finally:
@@ -120,8 +121,32 @@ def test_a_document_another_task_is_embedding_is_left_to_it_and_asked_for_again(
     wait_for(lambda: waiting() == 0)
     with tenant_context(acme.tenant.id):
         document_id = Passage.objects.get().document_id
-    with embedding_claimed(acme.tenant.id, document_id):
+    with embedding_claimed(acme.tenant.id, "document", document_id):
         put_over_http(acme, "/notes/diet.md", DIET + " She loves lentils.")
+        time.sleep(2.5)  # the edit's task and at least one retry came and left it
+        assert waiting() == 1
+    wait_for(lambda: waiting() == 0, timeout=10)
+
+
+def test_a_fact_another_task_is_embedding_is_left_to_it_and_asked_for_again(
+    transactional_db, celery_worker, acme,
+) -> None:
+    """The same claim for a fact (facts' and messages' tasks, ``records_embed``)."""
+    created = acme.client.post("/api/v1/users/alice/facts",
+                               {"content": "Alice is vegetarian", "type": "preference"},
+                               format="json")
+    assert created.status_code == 201, created.content
+    fact_id = created.json()["id"]
+
+    def waiting() -> int:
+        with tenant_context(acme.tenant.id):
+            return Fact.objects.filter(embedding__isnull=True).count()
+
+    wait_for(lambda: waiting() == 0)
+    with embedding_claimed(acme.tenant.id, "fact", fact_id):
+        edited = acme.client.patch(f"/api/v1/users/alice/facts/{fact_id}",
+                                   {"content": "Alice is vegan"}, format="json")
+        assert edited.status_code == 200, edited.content
         time.sleep(2.5)  # the edit's task and at least one retry came and left it
         assert waiting() == 1
     wait_for(lambda: waiting() == 0, timeout=10)
