@@ -127,10 +127,11 @@ _INSERTS = (
        FROM st_conversation WHERE tenant_id = %(tenant)s""",
     """INSERT INTO memoryhub_fact (id, tenant_id, end_user_id, type, content, normalized,
            subject, predicate, object, process, confidence, valid_at, invalid_at, source,
-           version, updated_by, created_at, updated_at, embedding, embedding_provider)
+           metadata, version, updated_by, created_at, updated_at, embedding,
+           embedding_provider)
        SELECT id, tenant_id, end_user_id, type, content, normalized, '', '', '', '',
-              confidence, valid_at, invalid_at, %(source)s::jsonb, 1, 'augmentation',
-              updated_at, updated_at, embedding, %(provider)s
+              confidence, valid_at, invalid_at, %(source)s::jsonb, '{}'::jsonb, 1,
+              'augmentation', updated_at, updated_at, embedding, %(provider)s
        FROM st_fact WHERE tenant_id = %(tenant)s""",
     """INSERT INTO memoryhub_message (id, tenant_id, end_user_id, conversation_id, session_id,
            seq, role, content, client_id, metadata, created_at, captured_at, embedding,
