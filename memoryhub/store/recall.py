@@ -185,7 +185,7 @@ probe AS (  -- at least `limit` documents score this much: no result scores less
     SELECT {score} AS score
     FROM (SELECT DISTINCT ON (h.document_id) h.document_id, h.pre AS relevance
           FROM head h ORDER BY h.document_id, h.pre DESC) b
-    CROSS JOIN LATERAL ({document_of_b}) d
+    JOIN {document} d ON d.id = b.document_id AND {document_tenant}
     ORDER BY score DESC LIMIT 1 OFFSET %(limit)s - 1
 ),
 cut AS (  -- score <= relevance: a passage less relevant than this cannot be a result's
@@ -220,7 +220,8 @@ best AS (
 ),
 ranked AS (
     SELECT b.*, d.path, d.scope, d.scope_key, d.confidence, d.updated_at, {score} AS score
-    FROM best b CROSS JOIN LATERAL ({document_of_b}) d
+    FROM best b JOIN {document} d
+      ON d.id = b.document_id AND {document_tenant}
 ),
 top AS (
     SELECT * FROM ranked r WHERE {threshold}
@@ -242,14 +243,6 @@ _SESSION = (
     "set_config('enable_indexscan', 'off', true)"
 )
 _HEAD_PER_RESULT = 4
-# The document of each candidate ``b``, looked up by its key one at a time: a join let the
-# planner read every document of the tenant (a sequential scan, plain index scans being off)
-# or of the person, to score the few dozen candidates. OFFSET 0 keeps the subquery from
-# being pulled up into such a join.
-_DOCUMENT_OF_B = """
-    SELECT d.path, d.scope, d.scope_key, d.confidence, d.updated_at FROM {document} d
-    WHERE d.id = b.document_id AND {tenant} OFFSET 0
-"""
 
 
 @dataclass(frozen=True)
@@ -312,8 +305,7 @@ def _statement(vector: bool, terms: bool, threshold: bool) -> str:
         config=SEARCH_CONFIG, visible=_VISIBLE, score=_SCORE,
         passage=Passage._meta.db_table, document=MemoryDocument._meta.db_table,
         passage_tenant=tenant_is("p", param=_TENANT),
-        document_of_b=_DOCUMENT_OF_B.format(document=MemoryDocument._meta.db_table,
-                                            tenant=tenant_is("d", param=_TENANT)),
+        document_tenant=tenant_is("d", param=_TENANT),
         vector=_VECTOR_SIMILARITY if vector else "NULL::float8",
         exact=_EXACT_SHARE if terms else "0::float8",
         fuzzy=_FUZZY_SHARE if terms else "0::float8",
