@@ -234,11 +234,11 @@ def _ask_again(task: str, busy: list[list]) -> None:
 # (rows without a vector, through the partial indexes ``*_unembedded``), up to CATCH_UP a
 # kind: the first task the worker runs after a write commits gives it its vector, and the
 # messages behind find little left to do. One task per tenant and kind catches up at a time
-# (a transaction-level advisory lock). A document is embedded by one transaction at a time
-# too, and a fact or a conversation's messages: a task claims each one it takes, its own and
-# the waiting ones, without waiting (``embedding_claim``), and leaves the ones another task
-# holds to it, asking for them again CLAIM_RETRY_SECONDS later. Without the claims, a catch-up and the tasks of
-# the same writes in the other worker process embedded the same passages at the same time
+# (a transaction-level advisory lock). A document, a fact or a conversation's messages are
+# embedded by one transaction at a time too: a task claims each one it takes, its own and
+# the waiting ones, without waiting (``embedding_claim``), leaves the ones another task holds
+# to it, and asks for them again CLAIM_RETRY_SECONDS later. Without the claims, a catch-up
+# and the same writes' own tasks in the other worker process embedded the same rows at once
 # (make bench-embed with the local model: 1,179 vectors computed for 800 writes).
 # A provider that refuses the batch is asked again for the task's own rows alone: a row it
 # always refuses keeps failing only its own task, as before.
