@@ -19,7 +19,6 @@ from memoryhub.store._tenancy import tenant_id, tenant_is
 
 # The full-text configuration of Passage.search; recall's queries must use the same one.
 SEARCH_CONFIG = "simple"
-T = TypeVar("T")
 
 _PASSAGE = Passage._meta.db_table
 _OLD_PASSAGES = (
@@ -171,6 +170,7 @@ _CATCH_UP_NAMESPACES = {"passages": 7_002, "records": 7_003}
 # advisory lock (the kind's first key, the id's hashtext). Two ids of one hash share a claim,
 # which only delays one of them.
 _CLAIM_NAMESPACES = {"document": 7_004, "fact": 7_005, "conversation": 7_006}
+T = TypeVar("T")  # an id's own type: a document's int, a fact's or conversation's UUID or text
 
 
 def embedding_claim(*, kind: str, ids: Sequence[T]) -> set[T]:

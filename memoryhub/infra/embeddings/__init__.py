@@ -117,6 +117,10 @@ def _openai_from_config(config: Mapping[str, Any], dimension: int) -> EmbeddingP
     )
 
 
+# Held while get_provider builds or finds the provider (see there).
+_building = threading.Lock()
+
+
 @functools.lru_cache(maxsize=8)
 def _cached_provider(frozen_config: str) -> EmbeddingProvider:
     return provider_from_config(json.loads(frozen_config))
@@ -141,7 +145,6 @@ def get_provider() -> EmbeddingProvider:
 
 
 get_provider.cache_clear = _cached_provider.cache_clear  # type: ignore[attr-defined]
-_building = threading.Lock()
 
 WARM_UP_TEXT = "MemoryHub warms up its embedding model."
 
