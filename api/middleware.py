@@ -1,5 +1,5 @@
 """Middleware of the agent API: its own short chain, and the 1 MiB body limit (411 for a
-chunked body the server did not decode: memoryhub/infra/chunked.py).
+chunked body the server did not decode: memoryhub/infra/bodies.py).
 
 ``ApiRouterMiddleware`` comes first in ``settings.MIDDLEWARE``, after only the request id and
 metrics middleware that wraps both chains (memoryhub/infra/observability.py). It hands every
@@ -106,7 +106,7 @@ class ApiBodyLimitMiddleware:
 def body_refusal(request: HttpRequest) -> HttpResponse | None:
     """The answer to a body the API will not read, judged by its headers; None to read it."""
     if request.META.get("HTTP_TRANSFER_ENCODING") and not request.META.get("CONTENT_LENGTH"):
-        # A chunked body the server did not decode for us (memoryhub/infra/chunked.py does
+        # A chunked body the server did not decode for us (memoryhub/infra/bodies.py does
         # under gunicorn): Django would read it as empty.
         return JsonResponse(error_body(
             "length_required", "Send the body with a Content-Length header; this server "

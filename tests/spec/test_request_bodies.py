@@ -1,9 +1,11 @@
-"""Bodies sent with ``Transfer-Encoding: chunked`` (issue 17): read up to 1 MiB, 413 above.
+"""Request bodies at the WSGI boundary (memoryhub/infra/bodies.py), under gunicorn.
+
+Bodies sent with ``Transfer-Encoding: chunked`` (issue 17): read up to 1 MiB, 413 above.
 
 Such a body has no Content-Length, and Django reads a body only up to that length: the API
 used to see an empty body (a valid command got 400, 2 MiB got 400 instead of 413). Under
 gunicorn, the production server, which decodes the chunks and ends ``wsgi.input`` with the
-body, the body is read like any other (memoryhub/infra/chunked.py). A server that passes the
+body, the body is read like any other (memoryhub/infra/bodies.py). A server that passes the
 chunks through undecoded (Django's development and test servers: ``live_server``) gets 411
 Length Required. The requests are raw ``http.client`` ones, chunked by hand.
 """
@@ -114,3 +116,47 @@ def test_a_server_that_passes_chunks_through_gets_411(live_server: Any, acme: An
         status, answer = post_chunked(live_server.url, acme.key, body)
         assert (status, answer["error"]["code"]) == (411, "length_required")
         assert set(answer["error"]) == {"code", "message"}
+
+
+def post_on(connection: http.client.HTTPConnection, key: str, body: bytes) -> tuple[int, dict]:
+    connection.request("POST", "/api/v1/users/alice/memory", body=body,
+                       headers={"Authorization": f"Bearer {key}",
+                                "Content-Type": "application/json"})
+    response = connection.getresponse()
+    return response.status, json.loads(response.read())
+
+
+@pytest.mark.parametrize("refused", ["too large", "wrong key"])
+def test_a_body_answered_unread_leaves_the_connection_usable(gunicorn: str, acme: Any,
+                                                            refused: str) -> None:
+    """A proxy reuses its connections to gunicorn (deploy/nginx: keepalive). gunicorn answers
+    an unread body with keep-alive, then closed the connection when more than 64 KiB was left
+    unread: the proxy's next request on it failed (502). The rest is drained now."""
+    url = urlsplit(gunicorn)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    key, body = ((acme.key, padded(MIB + 1)) if refused == "too large"
+                 else ("mh_1_x_wrong", padded(MIB)))
+    try:
+        for _ in range(3):
+            status, answer = post_on(connection, key, body)
+            assert status == (413 if refused == "too large" else 401), answer
+            # The same socket serves the next request.
+            assert post_on(connection, acme.key, json.dumps(VIEW).encode()) == (
+                200, {"content": EMPTY_LISTING, "is_error": False})
+    finally:
+        connection.close()
+
+
+def test_a_body_far_over_the_limit_is_refused_and_its_connection_closed(gunicorn: str,
+                                                                         acme: Any) -> None:
+    """Past what is drained (4 MiB) the answer still comes, and the server closes."""
+    url = urlsplit(gunicorn)
+    with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
+        sock.sendall(b"POST /api/v1/users/alice/memory HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     + f"Authorization: Bearer {acme.key}\r\n".encode()
+                     + f"Content-Length: {64 * MIB}\r\n\r\n".encode() + b"x" * (256 * 1024))
+        answer = b""
+        while piece := sock.recv(65536):
+            answer += piece
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert b'"request_too_large"' in answer
