@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tests.benchmarks.bench_api import Client
 from tests.benchmarks.bench_recall import fresh_database
@@ -39,8 +40,11 @@ from tests.benchmarks.benchserver import (
     gunicorn,
     machine_speed,
     percentile,
+    postmaster_pid,
     run_clients,
+    server_pid,
     start_worker,
+    tree_cpu_seconds,
 )
 
 DB_NAME = "bench_embed"
@@ -134,6 +138,9 @@ class Figures:
     vector_s: tuple[float, float, float]  # p50, p95, max
     missing: int  # writes whose vector never came within DRAIN_TIMEOUT
     drain_s: float  # last vector after the last acknowledgement
+    # CPU ms per acknowledged write, by part, from the first write to the last vector.
+    cpu_ms: dict[str, float] = field(default_factory=dict)
+    cores: float = 0.0  # cores busy on average over that time, all parts together
 
 
 def run_broker(env: dict[str, str], args: argparse.Namespace) -> Figures:
@@ -152,6 +159,8 @@ def run_broker(env: dict[str, str], args: argparse.Namespace) -> Figures:
             warm_up(base, key, watch)
             start = time.time() + 0.5
             per_client = max(1, round(args.rate * args.seconds / args.clients))
+            parts = CpuParts(web=server_pid(base), worker=worker.pid,
+                             database=postmaster_pid(env))
             results = run_clients(writer, lambda i: (base, key, i, start, args.rate / args.clients,
                                                      per_client), args.clients)
             done = [row for r in results for row in r[0]]
@@ -159,13 +168,40 @@ def run_broker(env: dict[str, str], args: argparse.Namespace) -> Figures:
             deadline = time.time() + DRAIN_TIMEOUT
             while not wanted <= watch.seen.keys() and time.time() < deadline:
                 time.sleep(0.1)
+            used, seconds = parts.used()
     finally:
         watch.stopped.set()
         if watch.ident is not None:  # started
             watch.join()
         worker.terminate()
         worker.wait(timeout=30)
-    return figures(done, sum(r[1] for r in results), watch.seen)
+    result = figures(done, sum(r[1] for r in results), watch.seen)
+    result.cpu_ms = {part: cpu * 1000 / max(1, len(done)) for part, cpu in used.items()}
+    result.cores = sum(used.values()) / seconds
+    return result
+
+
+class CpuParts:
+    """Where the two cores go during a run: CPU seconds of the web server, the worker and
+    the database cluster (each a process tree), and of the load (this process, its watcher
+    thread and the client processes, which have exited by the end)."""
+
+    def __init__(self, **roots: int) -> None:
+        self.roots = roots
+        self.started = time.monotonic()
+        self.before = self._now()
+
+    def _now(self) -> dict[str, float]:
+        times = os.times()
+        load = times.user + times.system + times.children_user + times.children_system
+        return {**{part: tree_cpu_seconds({pid}) for part, pid in self.roots.items()},
+                "load": load}
+
+    def used(self) -> tuple[dict[str, float], float]:
+        """CPU seconds per part since this was made, and the seconds that passed."""
+        now = self._now()
+        return ({part: now[part] - self.before[part] for part in now},
+                time.monotonic() - self.started)
 
 
 def manage_celery(env: dict[str, str], *args: str) -> None:
@@ -219,6 +255,10 @@ def report(name: str, f: Figures, rate: float) -> None:
           f"p95 {f.vector_s[1]:.2f} s, max {f.vector_s[2]:.2f} s; last vector "
           f"{f.drain_s:.2f} s after the last write; {f.missing} without a vector; "
           f"{verdict} the target (p95 <= {TARGET_P95_S:.0f} s at {TARGET_RATE} writes/s)",
+          flush=True)
+    print(f"{name}: CPU ms per write: "
+          + ", ".join(f"{part} {ms:.2f}" for part, ms in f.cpu_ms.items())
+          + f"; {f.cores:.2f} of 2 cores busy from the first write to the last vector",
           flush=True)
 
 

@@ -159,10 +159,25 @@ def server_cpu_seconds(env: dict[str, str], base: str) -> float:
     workers) and the embedded database cluster (every backend and background process).
 
     On a machine that other work keeps busy, latency mostly measures the queue for the
-    cores; the CPU a request costs the server moves far less. Read from /proc (Linux):
-    each process's own time and that of its children that exited."""
+    cores; the CPU a request costs the server moves far less."""
+    return tree_cpu_seconds({server_pid(base), postmaster_pid(env)})
+
+
+def server_pid(base: str) -> int:
+    """The main process of the server ``serving`` runs at ``base`` (its workers are its
+    children)."""
+    return _server_pids[base]
+
+
+def postmaster_pid(env: dict[str, str]) -> int:
+    """The embedded database cluster's main process (its backends are its children)."""
     cluster = Path(env.get("MEMORYHUB_DATA_DIR") or ROOT / "var").resolve() / "pgdata"
-    roots = {_server_pids[base], int((cluster / "postmaster.pid").read_text().split()[0])}
+    return int((cluster / "postmaster.pid").read_text().split()[0])
+
+
+def tree_cpu_seconds(roots: set[int]) -> float:
+    """CPU seconds used so far by the processes ``roots`` and all their descendants. Read
+    from /proc (Linux): each process's own time and that of its children that exited."""
     parents: dict[int, int] = {}
     ticks: dict[int, int] = {}
     for entry in os.scandir("/proc"):
