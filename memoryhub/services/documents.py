@@ -10,8 +10,8 @@ Every write:
 - checks the tenant's limits (``memoryhub.services.limits``), and records the
   ``memory.pressure`` event of a write the scope limit refuses;
 - bumps ``version`` by exactly 1 (1 on create), sets ``updated_by`` and ``bytes``, keeps
-  recall's passages in step (``document_passages_rebuild``) and records ``memory.changed`` as its last
-  statement, all in the caller's transaction (``tenant_context`` always opens one).
+  recall's passages in step (saved with a new document by ``document_insert_with_passages``,
+  else ``document_passages_rebuild``) and records ``memory.changed`` as its last statement, all in the caller's transaction (``tenant_context`` always opens one).
 
 Concurrency. A write first takes the person's *write lock*: ``SELECT ... FOR NO KEY UPDATE``
 on the end user's row (``end_user_get_or_create``, ``end_user_find(for_update=True)``, or
@@ -90,9 +90,9 @@ from memoryhub.services.limits import (
     scope_bytes_check,
     write_tally_take,
 )
-from memoryhub.services.passages import document_passages_rebuild
+from memoryhub.services.passages import document_insert_with_passages, document_passages_rebuild
 from memoryhub.services.writer import Writer
-from memoryhub.store.documents import document_insert, document_update
+from memoryhub.store.documents import document_update
 from tenants.models import Tenant
 
 DESCRIPTION_MAX_CHARS = 200
@@ -278,8 +278,7 @@ def _create(
         content=content, bytes=size, version=1, updated_by=actor, description=description or "",
         confidence=1.0 if confidence is None else confidence,
     )
-    document_insert(document=document)
-    document_passages_rebuild(document=document, created=True)
+    document_insert_with_passages(document=document)
     changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="created",
                   path=path, scope=location[0], scope_key=location[1])
     return document

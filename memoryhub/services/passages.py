@@ -1,8 +1,10 @@
 """Keeping recall's passages in step with documents, and giving them vectors.
 
 Contract:
-- :func:`document_passages_rebuild` is called by every document write, inside its transaction, after
-  the row is saved. It makes the document's passages ``split_passages(content)``:
+- :func:`document_insert_with_passages` saves a new document with its passages (one
+  statement); :func:`document_passages_rebuild` is called by every other document write,
+  inside its transaction, after the row is saved. Both make the document's passages
+  ``split_passages(content)``:
   text, offsets, a ``'simple'`` full-text vector (no stemming, no stop words: memories are in
   any language), the document's version, and its end user, scope and scope key (recall
   filters on those with no join). Lexical recall finds the document as soon as the write
@@ -50,11 +52,13 @@ from memoryhub.infra.publisher import (
     record_embedding_enqueue,
 )
 from memoryhub.models import Fact, MemoryDocument, Message, Passage
+from memoryhub.store.documents import document_insert
 from memoryhub.store.passages import (
     embedding_catch_up_claim,
     embedding_claim,
     passage_vectors,
     passage_vectors_store,
+    passages_add_params,
     passages_delete,
     passages_insert,
     passages_of_document,
@@ -67,9 +71,30 @@ from tenants.context import current_tenant_id
 logger = logging.getLogger(__name__)
 
 
-def document_passages_rebuild(*, document: MemoryDocument, created: bool = False) -> None:
-    """Bring the document's passages in step (see module docstring); call inside the write's
-    transaction. ``created``: the document is new, so it has no passages yet.
+def document_insert_with_passages(*, document: MemoryDocument) -> None:
+    """Save a new document and its passages, in one statement (one round trip of every
+    create), and ask for their embedding on commit; call inside the write's transaction."""
+    chunks = split_passages(document.content)
+    document_insert(document=document, passages=passages_add_params(
+        document=document, ordinals=[c.index for c in chunks], starts=[c.start for c in chunks],
+        ends=[c.end for c in chunks], texts=[c.text for c in chunks],
+        embeddings=[None] * len(chunks), providers=[""] * len(chunks),
+    ))
+    if chunks:
+        _embed_on_commit(document)
+
+
+def _embed_on_commit(document: MemoryDocument) -> None:
+    transaction.on_commit(
+        partial(embedding_enqueue, tenant_id=document.tenant_id, document_id=document.pk,
+                version=document.version),
+        robust=True,  # a broker outage must not fail a write that has committed
+    )
+
+
+def document_passages_rebuild(*, document: MemoryDocument) -> None:
+    """Bring the saved document's passages in step (see module docstring); call inside the
+    write's transaction.
 
     A passage keeps its row while the document has its ordinal: an unchanged text keeps its
     vector, a changed one is rewritten in place. Rows past the new last ordinal go, new
@@ -79,7 +104,7 @@ def document_passages_rebuild(*, document: MemoryDocument, created: bool = False
     """
     current = provider_key(get_provider())
     chunks = split_passages(document.content)
-    old = [] if created else _old_passages(document, current)
+    old = _old_passages(document, current)
     by_ordinal = {ordinal: (pk, text, has_vector) for pk, ordinal, text, has_vector in old}
     in_place = [chunk for chunk in chunks if chunk.index in by_ordinal]
     added = [chunk for chunk in chunks if chunk.index not in by_ordinal]
@@ -106,11 +131,7 @@ def document_passages_rebuild(*, document: MemoryDocument, created: bool = False
     new_without_vector = any(
         vectors.get(c.text, (None, ""))[1] != current for c in (*changed, *added))
     if unchanged_without_vector or new_without_vector:
-        transaction.on_commit(
-            partial(embedding_enqueue, tenant_id=document.tenant_id, document_id=document.pk,
-                    version=document.version),
-            robust=True,  # a broker outage must not fail a write that has committed
-        )
+        _embed_on_commit(document)
 
 
 def _rewritten(

@@ -20,6 +20,7 @@ from memoryhub.models import EndUser, MemoryDocument, Passage
 from memoryhub.paths import ROOT
 from memoryhub.store._rows import model_columns, model_from_row
 from memoryhub.store._tenancy import tenant_id, tenant_is
+from memoryhub.store.passages import passages_add_sql
 
 Location = tuple[str, str]  # (scope, scope_key); scope_key is "" for global
 
@@ -199,22 +200,30 @@ SNAPSHOT_ORDER = (
 
 _INSERT_FIELDS = [field for field in MemoryDocument._meta.concrete_fields if not field.primary_key]
 _INSERT_COLUMNS = ", ".join(f'"{field.column}"' for field in _INSERT_FIELDS)
-_INSERT = (
-    f"INSERT INTO {_TABLE} ({_INSERT_COLUMNS}) "
-    f"VALUES ({', '.join(['%s'] * len(_INSERT_FIELDS))}) RETURNING \"id\""
+# The document and its first passages in one statement (one round trip of every create);
+# the passages' insert (memoryhub.store.passages) takes the id the document's insert returns.
+_INSERT_WITH_PASSAGES = (
+    f"WITH document AS (INSERT INTO {_TABLE} ({_INSERT_COLUMNS}) "
+    f"VALUES ({', '.join(f'%(document_{field.column})s' for field in _INSERT_FIELDS)}) "
+    f'RETURNING "id"), '
+    f"passages AS ({passages_add_sql('(SELECT id FROM document)')}) "
+    f"SELECT id FROM document"
 )
 
 
-def document_insert(*, document: MemoryDocument) -> None:
-    """``save()`` of a new document of the current tenant (no signals listen): every create
-    runs it, and the ORM's compilation cost more than the statement."""
+def document_insert(*, document: MemoryDocument, passages: dict[str, Any]) -> None:
+    """``save()`` of a new document of the current tenant (no signals listen), with its
+    ``passages`` (``passages_add_params`` of the document) in the same statement: every
+    create runs it, and the ORM's compilation cost more than the statement."""
     if document.tenant_id != tenant_id():
         # RLS would refuse the row too, but with an error that names no culprit.
         raise ValueError("document_insert: the document belongs to another tenant")
     values = [field.get_db_prep_save(field.pre_save(document, True), connection)
               for field in _INSERT_FIELDS]
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT, values)
+        cursor.execute(_INSERT_WITH_PASSAGES, {
+            **passages, **{f"document_{field.column}": value
+                           for field, value in zip(_INSERT_FIELDS, values, strict=True)}})
         document.pk = cursor.fetchone()[0]
     document._state.adding, document._state.db = False, connection.alias
 

@@ -49,17 +49,26 @@ _UPDATE = f"""
     WHERE {tenant_is("p", param="%(tenant)s")} AND p.document_id = %(document)s AND p.id = k.id
 """
 _DROP = f"DELETE FROM {_PASSAGE} WHERE {tenant_is()} AND id = ANY(%s)"
-_ADD = f"""
+
+
+def passages_add_sql(document_id: str = "%(document)s") -> str:
+    """The insert of a document's new passages (``passages_add_params``), the document's id
+    given by the SQL expression ``document_id``: a parameter, or the id an insert of the
+    document in the same statement returns (``memoryhub.store.documents``)."""
+    return f"""
     INSERT INTO {_PASSAGE} (tenant_id, document_id, end_user_id, scope, scope_key,
         document_version, ordinal, start, "end", text, search, embedding, embedding_provider,
         created_at)
-    SELECT %(tenant)s, %(document)s, %(end_user)s, %(scope)s, %(scope_key)s, %(version)s,
+    SELECT %(tenant)s, {document_id}, %(end_user)s, %(scope)s, %(scope_key)s, %(version)s,
         c.ordinal, c.start, c."end", c.text, to_tsvector(%(config)s::regconfig, c.text),
         c.embedding::halfvec, c.provider, %(now)s
     FROM unnest(%(ordinals)s::int[], %(starts)s::int[], %(ends)s::int[], %(texts)s::text[],
                 %(embeddings)s::text[], %(providers)s::text[])
         AS c(ordinal, start, "end", text, embedding, provider)
 """
+
+
+_ADD = passages_add_sql()
 # A write rewrites a changed passage in place, so a vector is stored only while its passage
 # still has the text it was computed from (the provider call takes no lock).
 _STORE_VECTORS = f"""
@@ -127,12 +136,22 @@ def passages_insert(
 ) -> None:
     """Add passages to the document: one per ordinal, with its full-text vector and, where
     ``embeddings`` has one, its vector and provider."""
-    params = {
+    params = passages_add_params(
+        document=document, ordinals=ordinals, starts=starts, ends=ends, texts=texts,
+        embeddings=embeddings, providers=providers)
+    with connection.cursor() as cursor:
+        cursor.execute(_ADD, params)
+
+
+def passages_add_params(
+    *, document: MemoryDocument, ordinals: list[int], starts: list[int], ends: list[int],
+    texts: list[str], embeddings: list[str | None], providers: list[str],
+) -> dict[str, Any]:
+    """The parameters of ``passages_add_sql`` (``document`` unsaved: its id is left out)."""
+    return {
         **_copied(document), "ordinals": ordinals, "starts": starts, "ends": ends,
         "texts": texts, "embeddings": embeddings, "providers": providers,
     }
-    with connection.cursor() as cursor:
-        cursor.execute(_ADD, params)
 
 
 def passage_vectors_store(

@@ -221,6 +221,21 @@ def test_the_sweep_embeds_what_a_lost_message_left_behind(acme, globex, eager_ta
     assert all(row.embedding is None for row in passages(globex))
 
 
+def test_a_new_document_is_saved_with_its_passages_in_one_statement(acme, globex) -> None:
+    """A create's passages ride on the document's insert (one round trip less per create)."""
+    with CaptureQueriesContext(connection) as queries:
+        document = put(acme, "alice", "/long.md", "\n\n".join(SECTIONS))
+    inserts = [q["sql"] for q in queries.captured_queries if "INSERT INTO memoryhub_passage" in q["sql"]]
+    assert len(inserts) == 1 and "INSERT INTO memoryhub_memorydocument" in inserts[0]
+    rows = passages(acme)
+    assert len(rows) >= 4 and {row.document_id for row in rows} == {document.pk}
+    assert [row.text for row in rows] == [document.content[row.start:row.end] for row in rows]
+    assert all(row.document_version == 1 and row.embedding is None for row in rows)
+    # Empty content: the document alone.
+    empty = put(acme, "alice", "/empty.md", "")
+    assert empty.pk is not None and not [row for row in passages(acme) if row.document_id == empty.pk]
+
+
 def test_an_edit_reads_the_old_passages_with_the_document_it_locks(acme, globex) -> None:
     """document_resolve(lock=True) brings them; no statement of their own (one round trip)."""
     put(acme, "alice", "/long.md", "\n\n".join(SECTIONS))
