@@ -11,7 +11,8 @@ Every write:
   ``memory.pressure`` event of a write the scope limit refuses;
 - bumps ``version`` by exactly 1 (1 on create), sets ``updated_by`` and ``bytes``, keeps
   recall's passages in step (saved with a new document by ``document_insert_with_passages``,
-  else ``document_passages_rebuild``) and records ``memory.changed`` as its last statement, all in the caller's transaction (``tenant_context`` always opens one).
+  else ``document_passages_rebuild``) and records ``memory.changed`` as its last statement,
+  all in the caller's transaction (``tenant_context`` always opens one).
 
 Concurrency. A write first takes the person's *write lock*: ``SELECT ... FOR NO KEY UPDATE``
 on the end user's row (``end_user_get_or_create``, ``end_user_find(for_update=True)``, or
