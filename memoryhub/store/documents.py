@@ -20,7 +20,7 @@ from memoryhub.models import EndUser, MemoryDocument, Passage
 from memoryhub.paths import ROOT
 from memoryhub.store._rows import model_columns, model_from_row
 from memoryhub.store._tenancy import tenant_id, tenant_is
-from memoryhub.store.passages import passages_add_sql
+from memoryhub.store.passages import ADD_TO_INSERTED_DOCUMENT
 
 Location = tuple[str, str]  # (scope, scope_key); scope_key is "" for global
 
@@ -206,7 +206,7 @@ _INSERT_WITH_PASSAGES = (
     f"WITH document AS (INSERT INTO {_TABLE} ({_INSERT_COLUMNS}) "
     f"VALUES ({', '.join(f'%(document_{field.column})s' for field in _INSERT_FIELDS)}) "
     f'RETURNING "id"), '
-    f"passages AS ({passages_add_sql('(SELECT id FROM document)')}) "
+    f"passages AS ({ADD_TO_INSERTED_DOCUMENT}) "
     f"SELECT id FROM document"
 )
 

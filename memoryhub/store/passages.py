@@ -51,10 +51,9 @@ _UPDATE = f"""
 _DROP = f"DELETE FROM {_PASSAGE} WHERE {tenant_is()} AND id = ANY(%s)"
 
 
-def passages_add_sql(document_id: str = "%(document)s") -> str:
+def _add_sql(document_id: str) -> str:
     """The insert of a document's new passages (``passages_add_params``), the document's id
-    given by the SQL expression ``document_id``: a parameter, or the id an insert of the
-    document in the same statement returns (``memoryhub.store.documents``)."""
+    given by the SQL expression ``document_id``."""
     return f"""
     INSERT INTO {_PASSAGE} (tenant_id, document_id, end_user_id, scope, scope_key,
         document_version, ordinal, start, "end", text, search, embedding, embedding_provider,
@@ -68,7 +67,10 @@ def passages_add_sql(document_id: str = "%(document)s") -> str:
 """
 
 
-_ADD = passages_add_sql()
+_ADD = _add_sql("%(document)s")
+# The same insert inside a statement that inserts the document first, as its CTE ``document``
+# (memoryhub.store.documents): the passages take the id that insert returns.
+ADD_TO_INSERTED_DOCUMENT = _add_sql("(SELECT id FROM document)")
 # A write rewrites a changed passage in place, so a vector is stored only while its passage
 # still has the text it was computed from (the provider call takes no lock).
 _STORE_VECTORS = f"""
@@ -147,7 +149,8 @@ def passages_add_params(
     *, document: MemoryDocument, ordinals: list[int], starts: list[int], ends: list[int],
     texts: list[str], embeddings: list[str | None], providers: list[str],
 ) -> dict[str, Any]:
-    """The parameters of ``passages_add_sql`` (``document`` unsaved: its id is left out)."""
+    """The parameters of the passages' insert (``passages_insert``, ``ADD_TO_INSERTED_DOCUMENT``
+    with ``document`` not yet saved)."""
     return {
         **_copied(document), "ordinals": ordinals, "starts": starts, "ends": ends,
         "texts": texts, "embeddings": embeddings, "providers": providers,
