@@ -18,17 +18,22 @@ answers 502 for a request that never reached us: a 1 MiB + 1 body made the next 
 times in 40 (tests/platform/test_deploy_check.py). So after the answer has gone out, the
 unread rest of a body of at most ``drain_limit`` bytes is read and dropped here, a piece at a
 time, and the connection stays usable. Over that, gunicorn closes it as before: such a client
-sent far more than any request of ours may hold.
+sent far more than any request of ours may hold. The drain takes at most ``DRAIN_SECONDS``,
+like gunicorn's own (reads on its socket time out): a client that announces a body and sends
+none, after a 401, holds a server thread no longer than it did before.
 """
 
 from __future__ import annotations
 
 import io
+import socket
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 PIECE = 64 * 1024
+DRAIN_SECONDS = 5.0
 
 
 def with_request_bodies(app: WSGIApplication, *, limit: int, drain_limit: int,
@@ -49,7 +54,7 @@ def with_request_bodies(app: WSGIApplication, *, limit: int, drain_limit: int,
         answer = app(environ, start_response)
         if not length or length > drain_limit:
             return answer  # nothing to drain (a file answer keeps the server's sendfile)
-        return _DrainedAfter(answer, sent, drain_limit)
+        return _DrainedAfter(answer, sent, drain_limit, environ.get("gunicorn.socket"))
 
     return application
 
@@ -57,8 +62,9 @@ def with_request_bodies(app: WSGIApplication, *, limit: int, drain_limit: int,
 class _DrainedAfter:
     """The application's answer, then the request body's unread rest read and dropped."""
 
-    def __init__(self, answer: Iterable[bytes], body: IO[bytes], limit: int) -> None:
-        self.answer, self.body, self.limit = answer, body, limit
+    def __init__(self, answer: Iterable[bytes], body: IO[bytes], limit: int,
+                 sock: socket.socket | None) -> None:
+        self.answer, self.body, self.limit, self.sock = answer, body, limit, sock
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.answer)
@@ -72,11 +78,24 @@ class _DrainedAfter:
             self._drain()
 
     def _drain(self) -> None:
+        deadline = time.monotonic() + DRAIN_SECONDS
+        before = self.sock.gettimeout() if self.sock is not None else None
         drained = 0
         try:
-            while drained < self.limit and (piece := self.body.read(PIECE)):
+            while drained < self.limit and time.monotonic() < deadline:
+                if self.sock is not None:
+                    self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                if not (piece := self.body.read(PIECE)):
+                    break
                 drained += len(piece)
         except Exception:  # noqa: S110 - best effort: the server's own drain then decides
-            # A client gone, or a malformed chunk (the server's own error class): the server
-            # finds the body unfinished too and closes the connection, as without this.
+            # Out of time, a client gone, or a malformed chunk (the server's own error class):
+            # the server finds the body unfinished too and closes the connection, as without
+            # this.
             pass
+        finally:
+            if self.sock is not None:
+                try:
+                    self.sock.settimeout(before)
+                except OSError:  # closed meanwhile
+                    pass

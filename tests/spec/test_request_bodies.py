@@ -160,3 +160,20 @@ def test_a_body_far_over_the_limit_is_refused_and_its_connection_closed(gunicorn
             answer += piece
     assert answer.startswith(b"HTTP/1.1 413 ")
     assert b'"request_too_large"' in answer
+
+
+def test_a_client_that_announces_a_body_and_sends_none_is_let_go(gunicorn: str) -> None:
+    """The drain after a 401 is bounded in time, like gunicorn's own (DRAIN_SECONDS): a
+    client that never sends its announced body holds a server thread for seconds, then its
+    connection is closed, and the server goes on answering."""
+    url = urlsplit(gunicorn)
+    with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
+        sock.sendall(b"POST /api/v1/users/alice/memory HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Authorization: Bearer mh_1_x_wrong\r\n"
+                     + f"Content-Length: {MIB}\r\n\r\n".encode())
+        answer, started = b"", time.monotonic()
+        while piece := sock.recv(65536):  # the 401, then the close
+            answer += piece
+        assert answer.startswith(b"HTTP/1.1 401 ")
+        assert httpx.get(f"{gunicorn}/healthz", timeout=10).status_code == 200
+    assert time.monotonic() - started < 25  # 5 s ours, at most 5 s gunicorn's, and slack
