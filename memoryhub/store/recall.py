@@ -21,7 +21,10 @@ under row-level security PostgreSQL evaluates only leakproof operators inside an
 and ``@@``/``%>`` are not, so GIN indexes on ``search`` or ``text`` are never used for the
 application role (checked with EXPLAIN). Trigram similarity is therefore computed for a
 shortlist only: the ``fuzzy_candidates`` passages ranked best by vector and exact words, plus
-as many not yet embedded (newest first), for which lexical is all there is.
+as many not yet embedded (newest first), for which lexical is all there is. Even there it is
+computed only where the text holds enough of the term's inner trigrams to reach the threshold
+(``memoryhub.store._trigrams``: a few ``strpos`` calls, which spare most similarity calls of
+terms of five letters or more and change no result).
 
 The blend, a noisy-OR, so that each signal can only add to the other:
 
@@ -81,6 +84,7 @@ from memoryhub.infra.db import HalfVec
 from memoryhub.models import Fact, MemoryDocument, Message, Passage
 from memoryhub.store._rows import compact_sql
 from memoryhub.store._tenancy import tenant_id, tenant_is
+from memoryhub.store._trigrams import trigram_probes
 from memoryhub.store.passages import SEARCH_CONFIG
 
 
@@ -144,10 +148,14 @@ _EXACT_SHARE = """
          THEN (SELECT count(*) FROM terms t WHERE p.search @@ t.tq)::float8 / %(n_terms)s
          ELSE 0 END
 """
-# Per term: 1 for the exact word, else a trigram match of at least pg_trgm's word threshold.
+# Per term: 1 for the exact word, else a trigram match of at least pg_trgm's word threshold,
+# tried only where the text holds enough of the term's inner trigrams to reach it
+# (``trigram_probes``; ``l.low`` is the text lowercased once).
 FUZZY_THRESHOLD = 0.6
 _FUZZY_SHARE = """
     (SELECT sum(CASE WHEN p.search @@ t.tq THEN 1.0
+                     WHEN t.need > 0 AND (SELECT count(*) FROM unnest(t.probes) AS g(probe)
+                                          WHERE strpos(l.low, g.probe) > 0) < t.need THEN 0
                      WHEN word_similarity(t.term, p.text) >= %(fuzzy)s
                      THEN word_similarity(t.term, p.text) ELSE 0 END)
      FROM terms t)::float8 / %(n_terms)s
@@ -162,7 +170,9 @@ _SCORE = """
 
 _RANK = """
 WITH terms AS (
-    SELECT t.term, plainto_tsquery('{config}', t.term) AS tq FROM unnest(%(terms)s::text[]) AS t(term)
+    SELECT t.term, plainto_tsquery('{config}', t.term) AS tq,
+           string_to_array(t.probes, ' ') AS probes, t.need
+    FROM unnest(%(terms)s::text[], %(probes)s::text[], %(needs)s::int[]) AS t(term, probes, need)
 ),
 any_term AS (  -- tsquery's text form reads back as the same query
     SELECT string_agg('(' || t.tq::text || ')', ' | ')::tsquery AS any_term
@@ -205,6 +215,7 @@ shortlist AS (
 fuzzy AS MATERIALIZED (  -- materialized: else the planner may compute it for every row
     SELECT p.id, {fuzzy} AS lex
     FROM shortlist s JOIN {passage} p ON p.id = s.id AND {passage_tenant}
+         CROSS JOIN LATERAL (SELECT lower(p.text) AS low) l
 ),
 scored AS (
     SELECT c.id, c.document_id, c.ordinal, c.vsim, coalesce(f.lex, c.exact) AS lex,
@@ -245,6 +256,15 @@ _SESSION = (
 _HEAD_PER_RESULT = 4
 
 
+def _terms_params(terms: list[str]) -> dict[str, Any]:
+    """The query terms' parameters of the lexical part (``terms`` in the statements)."""
+    probes = [trigram_probes(term, FUZZY_THRESHOLD) for term in terms]
+    return {
+        "terms": terms, "n_terms": max(len(terms), 1), "fuzzy": FUZZY_THRESHOLD,
+        "probes": [" ".join(inner) for inner, _ in probes], "needs": [n for _, n in probes],
+    }
+
+
 @dataclass(frozen=True)
 class Search:
     """One ranking statement, ready to run (``searches_run``), and how its rows become hits."""
@@ -266,7 +286,7 @@ def documents_search(
         "provider": provider, "lexical_weight": ranking.lexical_weight,
         "recency_weight": ranking.recency_weight, "now": now, "limit": limit,
         "threshold": threshold, "fuzzy_candidates": ranking.fuzzy_candidates,
-        "terms": terms, "n_terms": max(len(terms), 1), "fuzzy": FUZZY_THRESHOLD,
+        **_terms_params(terms),
         "head": max(ranking.fuzzy_candidates, _HEAD_PER_RESULT * limit),
         # The cut rests on score <= relevance <= relevance after fuzzy matching.
         "prune": ranking.recency_weight >= 0 and ranking.lexical_weight >= 0,
@@ -350,7 +370,9 @@ def _hit(row: tuple) -> RecallHit:
 
 _RECORDS = """
 WITH terms AS (
-    SELECT t.term, plainto_tsquery('{config}', t.term) AS tq FROM unnest(%(terms)s::text[]) AS t(term)
+    SELECT t.term, plainto_tsquery('{config}', t.term) AS tq,
+           string_to_array(t.probes, ' ') AS probes, t.need
+    FROM unnest(%(terms)s::text[], %(probes)s::text[], %(needs)s::int[]) AS t(term, probes, need)
 ),
 any_term AS (
     SELECT string_agg('(' || t.tq::text || ')', ' | ')::tsquery AS any_term
@@ -382,6 +404,7 @@ shortlist AS MATERIALIZED (
 fuzzy AS MATERIALIZED (
     SELECT p.id, {fuzzy} AS lex
     FROM shortlist s JOIN {table} p ON p.id = s.id AND {tenant}
+         CROSS JOIN LATERAL (SELECT lower(p.content) AS low) l
 ),
 candidates AS (
     SELECT * FROM shortlist
@@ -431,8 +454,7 @@ def records_search(
         "tenant": tenant_id(), "end_user": end_user_id, "provider": provider,
         "lexical_weight": ranking.lexical_weight, "recency_weight": ranking.recency_weight,
         "now": now, "limit": limit, "threshold": threshold,
-        "fuzzy_candidates": ranking.fuzzy_candidates, "terms": terms,
-        "n_terms": max(len(terms), 1), "fuzzy": FUZZY_THRESHOLD,
+        "fuzzy_candidates": ranking.fuzzy_candidates, **_terms_params(terms),
         # The cut rests on score <= relevance <= relevance after fuzzy matching.
         "prune": ranking.recency_weight >= 0 and ranking.lexical_weight >= 0,
     }
