@@ -7,21 +7,24 @@ import math
 
 
 def trigram_probes(term: str, threshold: float) -> tuple[list[str], int]:
-    """The inner trigrams of a query term and how many of them a text must contain for the
-    term's ``word_similarity`` with it to reach ``threshold``; ``([], 0)``: no pre-test.
+    """What a text must contain for a query term's ``word_similarity`` with it to reach
+    ``threshold``: ``(probes, need)``, at least ``need`` of the substrings ``probes`` in the
+    lowercased text; ``([], 0)``: no pre-test.
 
-    Why this loses no match: pg_trgm makes a one-word term of n >= 2 letters or digits into
-    three padded trigrams ("  a", " ab", "yz ") and its n - 2 three-letter substrings, and
-    ``word_similarity`` is the share of the term's distinct trigrams found in a stretch of
-    the text's. Reaching the threshold over ``u`` distinct trigrams thus takes at least
-    ``ceil(threshold * u) - 3`` inner ones, and each inner trigram of the text is a substring
-    of its lowercased text (``strpos``, about 0.3 us, against 10-50 us for the similarity).
-    Only for ASCII letters and digits: elsewhere pg_trgm's word boundaries and case follow
-    the database's locale, so other terms always get the similarity.
+    Why this loses no match: pg_trgm makes a one-word term of n >= 2 letters or digits
+    ``a...yz`` into three padded trigrams ("  a", " ab", "yz ") and its distinct
+    three-letter substrings, ``u`` trigrams in all, and ``word_similarity`` is the share of
+    them found among a stretch of the text's trigrams: reaching the threshold takes
+    ``ceil(threshold * u)`` of them. A text that has the trigram " ab" has a word beginning
+    with "ab", so its lowercased text contains "ab"; likewise "a" for "  a", "yz" for "yz "
+    and the substring itself for an inner trigram. Counting the probes found (``strpos``,
+    about 0.3 us each, against 10-50 us for the similarity) thus bounds the trigrams shared
+    from above. Only for ASCII letters and digits: elsewhere pg_trgm's word boundaries and
+    case follow the database's locale, so other terms always get the similarity.
     ``tests/recall/test_fuzzy_pretest.py`` checks the claim on typos and plurals."""
-    if len(term) < 2 or not (term.isascii() and term.isalnum()):
-        return [], 0
     word = term.lower()  # pg_trgm lowercases the term as it does the text
+    if len(word) < 2 or not (word.isascii() and word.isalnum()):
+        return [], 0
     inner = sorted({word[i:i + 3] for i in range(len(word) - 2)})
-    need = math.ceil(threshold * (3 + len(inner)) - 1e-9) - 3
-    return (inner, need) if need > 0 else ([], 0)
+    need = math.ceil(threshold * (3 + len(inner)) - 1e-9)
+    return [word[0], word[:2], word[-2:], *inner], need

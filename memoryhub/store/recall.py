@@ -22,9 +22,9 @@ and ``@@``/``%>`` are not, so GIN indexes on ``search`` or ``text`` are never us
 application role (checked with EXPLAIN). Trigram similarity is therefore computed for a
 shortlist only: the ``fuzzy_candidates`` passages ranked best by vector and exact words, plus
 as many not yet embedded (newest first), for which lexical is all there is. Even there it is
-computed only where the text holds enough of the term's inner trigrams to reach the threshold
-(``memoryhub.store._trigrams``: a few ``strpos`` calls, which spare most similarity calls of
-terms of five letters or more and change no result).
+computed only where the text holds the letters the term's trigrams need to reach the
+threshold (``memoryhub.store._trigrams``: a few ``strpos`` calls, which spare most similarity
+calls and change no result).
 
 The blend, a noisy-OR, so that each signal can only add to the other:
 
@@ -149,7 +149,7 @@ _EXACT_SHARE = """
          ELSE 0 END
 """
 # Per term: 1 for the exact word, else a trigram match of at least pg_trgm's word threshold,
-# tried only where the text holds enough of the term's inner trigrams to reach it
+# tried only where the text holds enough of what the term's trigrams need to reach it
 # (``trigram_probes``; ``l.low`` is the text lowercased once).
 FUZZY_THRESHOLD = 0.6
 _FUZZY_SHARE = """

@@ -95,10 +95,12 @@ def test_one_more_trigram_demanded_would_hide_matches() -> None:
 
 
 @pytest.mark.parametrize(("term", "expected"), [
-    ("partner", (["art", "ner", "par", "rtn", "tne"], 2)),  # 8 trigrams: 5 needed, 3 padded
-    ("Abcde", (["abc", "bcd", "cde"], 1)),
-    ("name", ([], 0)),  # 5 trigrams: the 3 padded ones alone can reach 0.6
-    ("aaaaaaa", ([], 0)),  # one inner trigram: 4 in all
+    # 8 trigrams: 5 needed; "  p", " pa" and "er " ask for "p", "pa" and "er"
+    ("partner", (["p", "pa", "er", "art", "ner", "par", "rtn", "tne"], 5)),
+    ("Name", (["n", "na", "me", "ame", "nam"], 3)),
+    ("ok", (["o", "ok", "ok"], 2)),  # " ok" and "ok " are two trigrams
+    ("aaaaaaa", (["a", "aa", "aa", "aaa"], 3)),  # one distinct inner trigram: 4 in all
+    ("a", ([], 0)),
     ("café", ([], 0)),  # beyond ASCII, pg_trgm follows the database's locale
     ("foo_bar", ([], 0)),  # two words to pg_trgm
 ])
