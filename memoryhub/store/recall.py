@@ -261,7 +261,7 @@ def _terms_params(terms: list[str]) -> dict[str, Any]:
     probes = [trigram_probes(term, FUZZY_THRESHOLD) for term in terms]
     return {
         "terms": terms, "n_terms": max(len(terms), 1), "fuzzy": FUZZY_THRESHOLD,
-        "probes": [" ".join(inner) for inner, _ in probes], "needs": [n for _, n in probes],
+        "probes": [" ".join(found) for found, _ in probes], "needs": [n for _, n in probes],
     }
 
 
