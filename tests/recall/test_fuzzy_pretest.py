@@ -13,7 +13,7 @@ import random
 import pytest
 from django.db import connection
 
-from memoryhub.store._trigrams import trigram_probes
+from memoryhub.store._trigrams import MAX_TERM_CHARS, trigram_probes
 from memoryhub.store.recall import FUZZY_THRESHOLD
 
 pytestmark = pytest.mark.django_db
@@ -103,6 +103,7 @@ def test_one_more_trigram_demanded_would_hide_matches() -> None:
     ("a", ([], 0)),
     ("café", ([], 0)),  # beyond ASCII, pg_trgm follows the database's locale
     ("foo_bar", ([], 0)),  # two words to pg_trgm
+    ("x" * (MAX_TERM_CHARS + 1), ([], 0)),  # an id or a hash: probing would cost more
 ])
 def test_probes_of_a_term(term: str, expected: tuple[list[str], int]) -> None:
     assert trigram_probes(term, FUZZY_THRESHOLD) == expected
