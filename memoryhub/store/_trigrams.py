@@ -34,3 +34,20 @@ def trigram_probes(term: str, threshold: float) -> tuple[list[str], int]:
     inner = sorted({word[i:i + 3] for i in range(len(word) - 2)})
     need = math.ceil(threshold * (3 + len(inner)) - 1e-9)
     return [word[0], word[:2], word[-2:], *inner], need
+
+
+# Fills a statement's unused probe slots: lower() leaves no capital letter in the text, so a
+# probe with one is never found and adds nothing to the count.
+NEVER_FOUND = "A"
+
+
+def probes_in_slots(probes: list[str], need: int, slots: int) -> tuple[list[str], int]:
+    """The pre-test ``(probes, need)`` of ``trigram_probes`` in exactly ``slots`` probes, for a
+    statement that tests a fixed number of them: the first ``slots``, the others dropped and
+    ``need`` lowered by as many (each of them might have been found, so the pre-test still
+    loses no match; a term of more than ``slots - 1`` letters is tested less strictly), and
+    ``NEVER_FOUND`` in the slots left over. ``([], 0)``: no pre-test."""
+    dropped = max(len(probes) - slots, 0)
+    if not probes or need - dropped <= 0:
+        return [], 0
+    return probes[:slots] + [NEVER_FOUND] * (slots - len(probes[:slots])), need - dropped

@@ -32,7 +32,18 @@ WRITES_UPSERT = _BUMP.format(
     source="SELECT %(tenant)s, %(day)s, 1, 0 FROM event WHERE %(counts)s",
 )
 
-_RECALLS_UPSERT = _BUMP.format(table=TABLE, column="recalls", source="VALUES (%s, %s, 0, 1)")
+# A recall's transaction writes nothing else (the search only reads): its commit need not
+# wait for the WAL to reach the disk (synchronous_commit off, for this transaction only), and
+# the day's row, which every recall of the tenant bumps, is locked until that commit: with
+# the flush (0.6-0.8 ms here) the tenant's concurrent recalls queued behind each other's. A
+# crash can lose the last fraction of a second of counts, never anything else: a transaction
+# that has written before (it has a transaction id) keeps the synchronous commit.
+_RECALLS_UPSERT = _BUMP.format(
+    table=TABLE, column="recalls",
+    source="""SELECT %s, %s, 0, 1 FROM (
+        SELECT CASE WHEN pg_current_xact_id_if_assigned() IS NULL
+                    THEN set_config('synchronous_commit', 'off', true) END) AS only_write""",
+)
 
 _STORED_BYTES_SET = f"""
     INSERT INTO {TABLE} AS u (tenant_id, day, writes, recalls, stored_bytes)
@@ -42,7 +53,8 @@ _STORED_BYTES_SET = f"""
 
 
 def usage_recall_add(*, day: date) -> None:
-    """Count one recall of the current tenant on ``day``."""
+    """Count one recall of the current tenant on ``day``; when the transaction has written
+    nothing before, its commit no longer waits for the disk (``_RECALLS_UPSERT``)."""
     tenant = tenant_id()
     with connection.cursor() as cursor:
         cursor.execute(_RECALLS_UPSERT, [tenant, day])

@@ -3,18 +3,33 @@
 The search computes pg_trgm's ``word_similarity`` for a query term and a text only where the
 lowercased text holds enough of the term's inner trigrams. The claim: wherever the similarity
 reaches the threshold, the pre-test passes. Checked here against PostgreSQL itself on typos,
-plurals, truncations and unrelated words, with the pre-test written as the search writes it.
+plurals, truncations and unrelated words, with the search's own expression and probes (at
+most ``PROBE_SLOTS`` of them: long terms are tested with some dropped, ``probes_in_slots``).
 """
 
 from __future__ import annotations
 
 import random
+from itertools import product
 
 import pytest
 from django.db import connection
+from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
 
-from memoryhub.store._trigrams import MAX_TERM_CHARS, trigram_probes
-from memoryhub.store.recall import FUZZY_THRESHOLD
+from memoryhub.store._trigrams import (
+    MAX_TERM_CHARS,
+    NEVER_FOUND,
+    probes_in_slots,
+    trigram_probes,
+)
+from memoryhub.store.recall import (
+    FUZZY_THRESHOLD,
+    PROBE_SLOTS,
+    PROBES_FOUND,
+    RECORD_KINDS,
+    _records_statement,
+    _statement,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -49,23 +64,23 @@ def texts(rng: random.Random) -> list[str]:
 def pairs_checked(terms: list[str], sentences: list[str], extra_need: int = 0) -> tuple[int, int, int]:
     """(pairs whose similarity reaches the threshold, those of them the pre-test rejects,
     pairs the pre-test rejects), computed by PostgreSQL."""
-    probes = [trigram_probes(term, FUZZY_THRESHOLD) for term in terms]
+    probes = [probes_in_slots(*trigram_probes(term, FUZZY_THRESHOLD), PROBE_SLOTS)
+              for term in terms]
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            f"""
             SELECT count(*) FILTER (WHERE reaches),
                    count(*) FILTER (WHERE reaches AND rejected),
                    count(*) FILTER (WHERE rejected)
             FROM (
                 SELECT word_similarity(t.term, x.text) >= %(threshold)s AS reaches,
-                       t.need > 0 AND (SELECT count(*) FROM unnest(t.probes) AS g(probe)
-                                       WHERE strpos(lower(x.text), g.probe) > 0) < t.need
-                         AS rejected
+                       t.need > 0 AND {PROBES_FOUND} < t.need AS rejected
                 FROM unnest(%(terms)s::text[], %(probes)s::text[], %(needs)s::int[])
                        AS u(term, probes_text, need)
                 CROSS JOIN LATERAL (SELECT u.term, string_to_array(u.probes_text, ' ') AS probes,
                                            u.need + %(extra)s AS need) t
                 CROSS JOIN unnest(%(texts)s::text[]) AS x(text)
+                CROSS JOIN LATERAL (SELECT lower(x.text) AS low) l
             ) checked
             """,
             {"threshold": FUZZY_THRESHOLD, "terms": terms, "texts": sentences, "extra": extra_need,
@@ -107,3 +122,21 @@ def test_one_more_trigram_demanded_would_hide_matches() -> None:
 ])
 def test_probes_of_a_term(term: str, expected: tuple[list[str], int]) -> None:
     assert trigram_probes(term, FUZZY_THRESHOLD) == expected
+
+
+def test_a_term_fills_the_statements_probe_slots() -> None:
+    probes, need = trigram_probes("kubernetes", FUZZY_THRESHOLD)  # 11 probes, 7 needed
+    assert (len(probes), need) == (11, 7)
+    assert probes_in_slots(probes, need, 8) == (probes[:8], 4)  # 3 dropped: 3 fewer needed
+    assert probes_in_slots(probes, need, 4) == ([], 0)  # nothing left to ask: no pre-test
+    short, short_need = trigram_probes("name", FUZZY_THRESHOLD)
+    assert probes_in_slots(short, short_need, 8) == ([*short, *[NEVER_FOUND] * 3], short_need)
+    assert probes_in_slots([], 0, 8) == ([], 0)
+
+
+def test_every_recall_statement_fits_psycopgs_cache_of_parsed_statements() -> None:
+    """Longer, psycopg would parse the statement again on every search."""
+    statements = [_statement(*shape) for shape in product((True, False), repeat=3)]
+    statements += [_records_statement(kind, *shape) for kind in RECORD_KINDS
+                   for shape in product((True, False), repeat=4)]
+    assert max(len(sql.encode()) for sql in statements) <= MAX_CACHED_STATEMENT_LENGTH
