@@ -84,7 +84,12 @@ from memoryhub.selectors.documents import (
     memory_disabled_reason,
     obstacles_and_location_bytes,
 )
-from memoryhub.services.events import changed_event, pressure_event
+from memoryhub.services.events import (
+    changed_event,
+    changed_event_prepared,
+    event_recorded,
+    pressure_event,
+)
 from memoryhub.services.limits import (
     ScopeOverLimit,
     document_size_check,
@@ -279,9 +284,11 @@ def _create(
         content=content, bytes=size, version=1, updated_by=actor, description=description or "",
         confidence=1.0 if confidence is None else confidence,
     )
-    document_insert_with_passages(document=document)
-    changed_event(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor, change="created",
-                  path=path, scope=location[0], scope_key=location[1])
+    event = changed_event_prepared(tenant_id=tenant.id, user_id=end_user.user_id, actor=actor,
+                                   change="created", path=path, scope=location[0],
+                                   scope_key=location[1])
+    event_recorded(tenant_id=tenant.id,
+                   saved=document_insert_with_passages(document=document, event=event))
     return document
 
 

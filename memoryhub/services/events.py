@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from memoryhub.models import EventType, MemoryEvent, Scope
 from memoryhub.services.webhooks import deliveries_enqueue
-from memoryhub.store.events import event_insert
+from memoryhub.store.events import EventInsert, event_insert, event_insert_prepared
 from tenants.context import current_tenant_id
 
 
@@ -30,13 +30,23 @@ def event_record(
     chart), counted by the same statement.
 
     ``tenant_id`` must be the current tenant's: the store writes for the tenant context."""
-    if tenant_id != current_tenant_id():
-        raise RuntimeError("event_record: tenant_id is not the current tenant")
-    event, delivery_ids = event_insert(type=type, user_id=user_id, actor=actor, data=data,
-                                       now=timezone.now(),
-                                       counts_as_write=type == EventType.CHANGED)
+    _check_tenant(tenant_id)
+    saved = event_insert(type=type, user_id=user_id, actor=actor, data=data, now=timezone.now(),
+                         counts_as_write=type == EventType.CHANGED)
+    return event_recorded(tenant_id=tenant_id, saved=saved)
+
+
+def event_recorded(*, tenant_id: int, saved: tuple[MemoryEvent, list[int]]) -> MemoryEvent:
+    """After the statement that inserted an event (``event_record``'s, or a write's own that
+    carried ``changed_event_prepared``): its webhook deliveries go out on commit."""
+    event, delivery_ids = saved
     deliveries_enqueue(tenant_id=tenant_id, delivery_ids=delivery_ids)
     return event
+
+
+def _check_tenant(tenant_id: int) -> None:
+    if tenant_id != current_tenant_id():
+        raise RuntimeError("event_record: tenant_id is not the current tenant")
 
 
 def _public_scope_key(scope: str, scope_key: str) -> str | None:
@@ -44,16 +54,33 @@ def _public_scope_key(scope: str, scope_key: str) -> str | None:
     return None if scope == Scope.GLOBAL else scope_key
 
 
+def _changed_data(*, change: str, path: str, scope: str, scope_key: str,
+                  **extra: Any) -> dict[str, Any]:
+    return {"change": change, "path": path, "scope": scope,
+            "scope_key": _public_scope_key(scope, scope_key), **extra}
+
+
 def changed_event(
     *, tenant_id: int, user_id: str, actor: str, change: str, path: str, scope: str,
     scope_key: str = "", **extra: Any,
 ) -> MemoryEvent:
     """``change`` is one of created, updated, deleted, renamed (renamed adds ``old_path``)."""
-    data = {"change": change, "path": path, "scope": scope,
-            "scope_key": _public_scope_key(scope, scope_key), **extra}
+    data = _changed_data(change=change, path=path, scope=scope, scope_key=scope_key, **extra)
     return event_record(
         tenant_id=tenant_id, type=EventType.CHANGED, user_id=user_id, actor=actor, data=data
     )
+
+
+def changed_event_prepared(
+    *, tenant_id: int, user_id: str, actor: str, change: str, path: str, scope: str,
+    scope_key: str = "",
+) -> EventInsert:
+    """``changed_event``'s insert, for the write's own statement to run with it (a new
+    document's: memoryhub.store.documents); ``event_recorded`` finishes it."""
+    _check_tenant(tenant_id)
+    data = _changed_data(change=change, path=path, scope=scope, scope_key=scope_key)
+    return event_insert_prepared(type=EventType.CHANGED, user_id=user_id, actor=actor,
+                                 data=data, now=timezone.now(), counts_as_write=True)
 
 
 def pressure_event(

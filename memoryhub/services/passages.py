@@ -1,8 +1,8 @@
 """Keeping recall's passages in step with documents, and giving them vectors.
 
 Contract:
-- :func:`document_insert_with_passages` saves a new document with its passages (one
-  statement); :func:`document_passages_rebuild` is called by every other document write,
+- :func:`document_insert_with_passages` saves a new document with its passages and its
+  ``memory.changed`` event (one statement); :func:`document_passages_rebuild` is called by every other document write,
   inside its transaction, after the row is saved. Both make the document's passages
   ``split_passages(content)``:
   text, offsets, a ``'simple'`` full-text vector (no stemming, no stop words: memories are in
@@ -51,8 +51,9 @@ from memoryhub.infra.publisher import (
     job_enqueue_soon,
     record_embedding_enqueue,
 )
-from memoryhub.models import Fact, MemoryDocument, Message, Passage
+from memoryhub.models import Fact, MemoryDocument, MemoryEvent, Message, Passage
 from memoryhub.store.documents import document_insert
+from memoryhub.store.events import EventInsert
 from memoryhub.store.passages import (
     embedding_catch_up_claim,
     embedding_claim,
@@ -71,17 +72,22 @@ from tenants.context import current_tenant_id
 logger = logging.getLogger(__name__)
 
 
-def document_insert_with_passages(*, document: MemoryDocument) -> None:
-    """Save a new document and its passages, in one statement (one round trip of every
-    create), and ask for their embedding on commit; call inside the write's transaction."""
+def document_insert_with_passages(
+    *, document: MemoryDocument, event: EventInsert,
+) -> tuple[MemoryEvent, list[int]]:
+    """Save a new document, its passages and its ``memory.changed`` event (``event``, from
+    ``changed_event_prepared``) in one statement (one round trip of every create), and ask
+    for the passages' embedding on commit; call inside the write's transaction. Returns the
+    event saved and its deliveries' ids, for ``event_recorded``."""
     chunks = split_passages(document.content)
-    document_insert(document=document, passages=passages_add_params(
+    saved = document_insert(document=document, event=event, passages=passages_add_params(
         document=document, ordinals=[c.index for c in chunks], starts=[c.start for c in chunks],
         ends=[c.end for c in chunks], texts=[c.text for c in chunks],
         embeddings=[None] * len(chunks), providers=[""] * len(chunks),
     ))
     if chunks:
         _embed_on_commit(document)
+    return saved
 
 
 def _embed_on_commit(document: MemoryDocument) -> None:

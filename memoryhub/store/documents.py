@@ -16,10 +16,11 @@ from typing import Any
 from django.db import connection
 from django.db.models.expressions import RawSQL
 
-from memoryhub.models import EndUser, MemoryDocument, Passage
+from memoryhub.models import EndUser, MemoryDocument, MemoryEvent, Passage
 from memoryhub.paths import ROOT
-from memoryhub.store._rows import model_columns, model_from_row
+from memoryhub.store._rows import compact_sql, model_columns, model_from_row
 from memoryhub.store._tenancy import tenant_id, tenant_is
+from memoryhub.store.events import EVENT_COLUMNS, EVENT_CTES, EventInsert
 from memoryhub.store.passages import ADD_TO_INSERTED_DOCUMENT
 
 Location = tuple[str, str]  # (scope, scope_key); scope_key is "" for global
@@ -200,32 +201,41 @@ SNAPSHOT_ORDER = (
 
 _INSERT_FIELDS = [field for field in MemoryDocument._meta.concrete_fields if not field.primary_key]
 _INSERT_COLUMNS = ", ".join(f'"{field.column}"' for field in _INSERT_FIELDS)
-# The document and its first passages in one statement (one round trip of every create);
-# the passages' insert (memoryhub.store.passages) takes the id the document's insert returns.
-_INSERT_WITH_PASSAGES = (
+# A new document, its first passages and its ``memory.changed`` event (memoryhub.store.events)
+# in one statement, one round trip of every create: the passages' insert
+# (memoryhub.store.passages) takes the id the document's insert returns. The event is a
+# create's last write, so the tenant's feed lock it takes is held from there to the commit,
+# as when it was a statement of its own.
+_INSERT_WITH_PASSAGES_AND_EVENT = compact_sql(
     f"WITH document AS (INSERT INTO {_TABLE} ({_INSERT_COLUMNS}) "
     f"VALUES ({', '.join(f'%(document_{field.column})s' for field in _INSERT_FIELDS)}) "
     f'RETURNING "id"), '
-    f"passages AS ({ADD_TO_INSERTED_DOCUMENT}) "
-    f"SELECT id FROM document"
+    f"passages AS ({ADD_TO_INSERTED_DOCUMENT}), {EVENT_CTES} "
+    f"SELECT (SELECT id FROM document), {EVENT_COLUMNS}"
 )
 
 
-def document_insert(*, document: MemoryDocument, passages: dict[str, Any]) -> None:
+def document_insert(
+    *, document: MemoryDocument, passages: dict[str, Any], event: EventInsert,
+) -> tuple[MemoryEvent, list[int]]:
     """``save()`` of a new document of the current tenant (no signals listen), with its
-    ``passages`` (``passages_add_params`` of the document) in the same statement: every
-    create runs it, and the ORM's compilation cost more than the statement."""
+    ``passages`` (``passages_add_params`` of the document) and ``event``
+    (``event_insert_prepared``) in the same statement: every create runs it, and the ORM's
+    compilation cost more than the statement. Returns what ``event.built`` returns."""
     if document.tenant_id != tenant_id():
         # RLS would refuse the row too, but with an error that names no culprit.
         raise ValueError("document_insert: the document belongs to another tenant")
     values = [field.get_db_prep_save(field.pre_save(document, True), connection)
               for field in _INSERT_FIELDS]
+    params = {**passages, **event.params,  # only "tenant" is in both, the same (tested)
+              **{f"document_{field.column}": value
+                 for field, value in zip(_INSERT_FIELDS, values, strict=True)}}
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT_WITH_PASSAGES, {
-            **passages, **{f"document_{field.column}": value
-                           for field, value in zip(_INSERT_FIELDS, values, strict=True)}})
-        document.pk = cursor.fetchone()[0]
+        cursor.execute(_INSERT_WITH_PASSAGES_AND_EVENT, params)
+        row = cursor.fetchone()
+    document.pk = row[0]
     document._state.adding, document._state.db = False, connection.alias
+    return event.built(row[1:])
 
 
 _COLUMN_OF = {field.name: field.column for field in MemoryDocument._meta.concrete_fields}

@@ -10,6 +10,8 @@ deliveries are numbered from the same row.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,8 +34,8 @@ from memoryhub.store.usage import WRITES_UPSERT
 # on from its committed numbers (ON CONFLICT DO UPDATE updates the latest row version). The
 # event and its deliveries take the numbers the upsert returns; a memory change also counts
 # as one write of the day for the dashboard's usage chart (memoryhub.store.usage).
-_RECORD = f"""
-    WITH endpoint AS (
+EVENT_CTES = f"""
+    endpoint AS (
         SELECT endpoint.id, row_number() OVER (ORDER BY endpoint.id) AS n
         FROM {WebhookEndpoint._meta.db_table} endpoint
         WHERE {tenant_is("endpoint", param="%(tenant)s")} AND endpoint.enabled
@@ -51,7 +53,7 @@ _RECORD = f"""
         INSERT INTO {MemoryEvent._meta.db_table}
             (tenant_id, seq, type, user_id, actor, data, created_at)
         SELECT %(tenant)s, feed.last_event, %(type)s, %(user_id)s, %(actor)s, %(data)s::jsonb,
-            %(now)s
+            %(at)s
         FROM feed
         RETURNING id, seq
     ),
@@ -60,13 +62,52 @@ _RECORD = f"""
             (tenant_id, seq, endpoint_id, event_id, status, attempts, next_attempt_at,
              last_error, created_at)
         SELECT %(tenant)s, feed.last_delivery - subscribed.count + endpoint.n, endpoint.id,
-            event.id, %(pending)s, 0, %(now)s, '', %(now)s
+            event.id, %(pending)s, 0, %(at)s, '', %(at)s
         FROM endpoint, subscribed, feed, event
         RETURNING id
     ),
     usage AS ({WRITES_UPSERT})
-    SELECT event.id, event.seq, ARRAY(SELECT id FROM delivery ORDER BY id) FROM event
 """
+# What the event's statement returns, in ``EventInsert.built``'s order: a statement that
+# writes something else first (a new document, memoryhub.store.documents) puts EVENT_CTES
+# after its own and these columns after its own.
+EVENT_COLUMNS = "(SELECT id FROM event), (SELECT seq FROM event), ARRAY(SELECT id FROM delivery ORDER BY id)"
+_RECORD = f"WITH {EVENT_CTES} SELECT {EVENT_COLUMNS}"
+
+
+@dataclass(frozen=True)
+class EventInsert:
+    """One event ready to insert: the parameters of ``EVENT_CTES`` (whose names a statement
+    that embeds them must not use for anything else) and what the event will be."""
+
+    params: dict[str, Any]
+    event: MemoryEvent
+
+    def built(self, row: Sequence[Any]) -> tuple[MemoryEvent, list[int]]:
+        """The event saved, from ``EVENT_COLUMNS``' values: (the event, its deliveries' ids)."""
+        event_id, seq, delivery_ids = row
+        self.event.id, self.event.seq = event_id, seq
+        self.event._state.adding, self.event._state.db = False, DEFAULT_DB_ALIAS
+        return self.event, delivery_ids
+
+
+def event_insert_prepared(
+    *, type: str, user_id: str, actor: str, data: dict[str, Any], now: datetime,
+    counts_as_write: bool = False,
+) -> EventInsert:
+    """The insert ``event_insert`` runs, for a statement that runs it with a write of its
+    own (one round trip for both); the feed lock is then taken by that statement."""
+    tenant = tenant_id()
+    return EventInsert(
+        params={
+            "tenant": tenant, "type": type, "user_id": user_id, "actor": actor,
+            "data": json.dumps(data), "at": now, "pending": DeliveryStatus.PENDING.value,
+            "types": json.dumps([type]),
+            "counts": counts_as_write, "day": now.astimezone(UTC).date(),
+        },
+        event=MemoryEvent(tenant_id=tenant, type=type, user_id=user_id, actor=actor, data=data,
+                          created_at=now),
+    )
 
 
 def event_insert(
@@ -77,16 +118,8 @@ def event_insert(
     enabled endpoint subscribed to ``type``: (the event, the deliveries' ids). One statement;
     the feed lock it takes is held until the transaction ends. ``counts_as_write``: count one
     write on ``now``'s day (UTC) as well."""
-    tenant = tenant_id()
+    prepared = event_insert_prepared(type=type, user_id=user_id, actor=actor, data=data,
+                                     now=now, counts_as_write=counts_as_write)
     with connection.cursor() as cursor:
-        cursor.execute(_RECORD, {
-            "tenant": tenant, "type": type, "user_id": user_id, "actor": actor,
-            "data": json.dumps(data), "now": now, "pending": DeliveryStatus.PENDING.value,
-            "types": json.dumps([type]),
-            "counts": counts_as_write, "day": now.astimezone(UTC).date(),
-        })
-        event_id, seq, delivery_ids = cursor.fetchone()
-    event = MemoryEvent(id=event_id, seq=seq, tenant_id=tenant, type=type, user_id=user_id,
-                        actor=actor, data=data, created_at=now)
-    event._state.adding, event._state.db = False, DEFAULT_DB_ALIAS
-    return event, delivery_ids
+        cursor.execute(_RECORD, prepared.params)
+        return prepared.built(cursor.fetchone())

@@ -12,10 +12,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memoryhub.infra.embeddings import get_provider, provider_key
-from memoryhub.models import Passage
+from memoryhub.models import MemoryDocument, Passage
 from memoryhub.services.documents import document_remove
 from memoryhub.services.passages import document_embed, documents_embed, passages_embed
 from memoryhub.services.writer import Writer
+from memoryhub.store.events import event_insert_prepared
+from memoryhub.store.passages import passages_add_params
 from memoryhub.tasks import embed_documents, embeddings_sweep
 from tenants.context import tenant_context
 from tests.platform.embedding_server import embedding_server
@@ -221,12 +223,21 @@ def test_the_sweep_embeds_what_a_lost_message_left_behind(acme, globex, eager_ta
     assert all(row.embedding is None for row in passages(globex))
 
 
-def test_a_new_document_is_saved_with_its_passages_in_one_statement(acme, globex) -> None:
-    """A create's passages ride on the document's insert (one round trip less per create)."""
+def test_a_new_document_is_saved_with_its_passages_and_its_event_in_one_statement(
+    acme, globex,
+) -> None:
+    """A create's passages and its memory.changed event ride on the document's insert (two
+    round trips less per create)."""
+    put(acme, "alice", "/first.md", "")  # her first write also inserts her; no passages
     with CaptureQueriesContext(connection) as queries:
         document = put(acme, "alice", "/long.md", "\n\n".join(SECTIONS))
-    inserts = [q["sql"] for q in queries.captured_queries if "INSERT INTO memoryhub_passage" in q["sql"]]
-    assert len(inserts) == 1 and "INSERT INTO memoryhub_memorydocument" in inserts[0]
+    inserts = [q["sql"] for q in queries.captured_queries if "INSERT INTO" in q["sql"]]
+    assert len(inserts) == 1
+    assert all(f"INSERT INTO {table}" in inserts[0] for table in (
+        "memoryhub_memorydocument", "memoryhub_passage", "memoryhub_memoryevent"))
+    events = acme.client.get("/api/v1/events").json()["events"]
+    assert [(e["type"], e["data"]["change"], e["data"]["path"]) for e in events] == [
+        ("memory.changed", "created", "/first.md"), ("memory.changed", "created", "/long.md")]
     rows = passages(acme)
     assert len(rows) >= 4 and {row.document_id for row in rows} == {document.pk}
     assert [row.text for row in rows] == [document.content[row.start:row.end] for row in rows]
@@ -245,3 +256,17 @@ def test_an_edit_reads_the_old_passages_with_the_document_it_locks(acme, globex)
     assert not [q for q in queries.captured_queries if q["sql"].startswith(
         "SELECT id, ordinal, text, embedding IS NOT NULL")]
     assert sum(row.embedding is None for row in passages(acme)) == 1  # the rest kept theirs
+
+
+def test_a_creates_statement_shares_only_the_tenant_between_its_parts(acme) -> None:
+    """The document, passages and event parameters go in one dict: a name in two of them
+    would give one part the other's value."""
+    with tenant_context(acme.tenant.id):
+        document = MemoryDocument(tenant=acme.tenant, scope="global", scope_key="", path="/a.md")
+        passages = passages_add_params(document=document, ordinals=[], starts=[], ends=[],
+                                       texts=[], embeddings=[], providers=[])
+        event = event_insert_prepared(type="memory.changed", user_id="alice", actor="app",
+                                      data={}, now=timezone.now())
+    assert set(passages) & set(event.params) == {"tenant"}
+    assert passages["tenant"] == event.params["tenant"] == acme.tenant.id
+    assert not {name for name in {*passages, *event.params} if name.startswith("document_")}
