@@ -2,10 +2,9 @@
 
 Contract:
 - :func:`document_insert_with_passages` saves a new document with its passages and its
-  ``memory.changed`` event (one statement); :func:`document_passages_rebuild` is called by every other document write,
-  inside its transaction, after the row is saved. Both make the document's passages
-  ``split_passages(content)``:
-  text, offsets, a ``'simple'`` full-text vector (no stemming, no stop words: memories are in
+  ``memory.changed`` event (one statement); :func:`document_passages_rebuild` is called by
+  every other document write, inside its transaction, after the row is saved. Both make the
+  document's passages ``split_passages(content)``: text, offsets, a ``'simple'`` full-text vector (no stemming, no stop words: memories are in
   any language), the document's version, and its end user, scope and scope key (recall
   filters on those with no join). Lexical recall finds the document as soon as the write
   commits. A passage whose text did not change keeps its vector, so an edit re-embeds only

@@ -71,7 +71,9 @@ EVENT_CTES = f"""
 # What the event's statement returns, in ``EventInsert.built``'s order: a statement that
 # writes something else first (a new document, memoryhub.store.documents) puts EVENT_CTES
 # after its own and these columns after its own.
-EVENT_COLUMNS = "(SELECT id FROM event), (SELECT seq FROM event), ARRAY(SELECT id FROM delivery ORDER BY id)"
+EVENT_COLUMNS = (
+    "(SELECT id FROM event), (SELECT seq FROM event), ARRAY(SELECT id FROM delivery ORDER BY id)"
+)
 _RECORD = f"WITH {EVENT_CTES} SELECT {EVENT_COLUMNS}"
 
 
