@@ -4,13 +4,14 @@ Contract:
 - :func:`document_insert_with_passages` saves a new document with its passages and its
   ``memory.changed`` event (one statement); :func:`document_passages_rebuild` is called by
   every other document write, inside its transaction, after the row is saved. Both make the
-  document's passages ``split_passages(content)``: text, offsets, a ``'simple'`` full-text vector (no stemming, no stop words: memories are in
-  any language), the document's version, and its end user, scope and scope key (recall
-  filters on those with no join). Lexical recall finds the document as soon as the write
-  commits. A passage whose text did not change keeps its vector, so an edit re-embeds only
-  what changed. On commit it asks for the document's embedding (``memoryhub.infra.publisher``: a
-  background thread sends ``memoryhub.tasks.embed_documents``, several writes per message)
-  when some passage is left without a vector of the current provider.
+  document's passages ``split_passages(content)``: text, offsets, a ``'simple'`` full-text
+  vector (no stemming, no stop words: memories are in any language), the document's version,
+  and its end user, scope and scope key (recall filters on those with no join). Lexical
+  recall finds the document as soon as the write commits. A passage whose text did not
+  change keeps its vector, so an edit re-embeds only what changed. On commit it asks for the
+  document's embedding (``memoryhub.infra.publisher``: a background thread sends
+  ``memoryhub.tasks.embed_documents``, several writes per message) when some passage is left
+  without a vector of the current provider.
 - :func:`documents_embed` (the task's service; :func:`document_embed` for one) gives vectors
   to the passages of given document versions that lack one, or carry one from another provider. It does nothing when the
   document has moved on to a newer version (that write enqueued its own task) or is gone,
