@@ -46,7 +46,7 @@ def event_recorded(*, tenant_id: int, saved: tuple[MemoryEvent, list[int]]) -> M
 
 def _check_tenant(tenant_id: int) -> None:
     if tenant_id != current_tenant_id():
-        raise RuntimeError("event_record: tenant_id is not the current tenant")
+        raise RuntimeError("an event's tenant_id is not the current tenant")
 
 
 def _public_scope_key(scope: str, scope_key: str) -> str | None:

@@ -150,13 +150,14 @@ _EXACT_SHARE = """
 """
 # Per term: 1 for the exact word, else a trigram match of at least pg_trgm's word threshold,
 # tried only where the text holds enough of what the term's trigrams need to reach it
-# (``trigram_probes``). ``l.low`` is the text lowercased once per row, and the probes found
-# are counted in one expression over a fixed number of slots (``probes_in_slots``). Counted
-# by a subquery over unnest, as before, each row and term cost a function scan and an
-# aggregate and the text was lowercased again for every probe: on 200-memory people the
-# documents' search took 4.49 ms at p50 that way and 3.53 ms this way (300 questions
-# alternated on a slow moment of the machine; results identical). Written tight: the statement must stay within psycopg's cache
-# of parsed statements (``tests/recall/test_fuzzy_pretest.py`` checks it).
+# (``trigram_probes``). ``l.low`` is the text lowercased once per row (``OFFSET 0`` keeps
+# the planner from folding ``lower`` into every probe), and the probes found are counted in
+# one expression over a fixed number of slots (``probes_in_slots``). Counted by a subquery
+# over unnest, as before, each row and term cost a function scan and an aggregate: on
+# 200-memory people the documents' search took 4.49 ms at p50 that way and 3.53 ms this way
+# (300 questions alternated on a slow moment of the machine; results identical). Written
+# tight: the statement must stay within psycopg's cache of parsed statements
+# (``tests/recall/test_fuzzy_pretest.py`` checks it).
 FUZZY_THRESHOLD = 0.6
 PROBE_SLOTS = 8
 PROBES_FOUND = "+".join(
