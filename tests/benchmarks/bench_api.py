@@ -7,7 +7,10 @@ database. No Celery worker runs: the embedding work a write enqueues is a separa
 CPU in production.
 Each client plays agents for several end users: index, view, create, str_replace, and
 documents GET. Latencies are measured at the client, so they include HTTP and the client's
-own overhead on the same two cores: the server-side figures are lower.
+own overhead on the same two cores: the server-side figures are lower. Each round also prints
+the server's CPU per request, split between the web server (gunicorn's processes) and the
+database (every process of the embedded cluster): where the two cores go, which a slow
+minute of the machine moves far less than the latencies.
 
     python -m tests.benchmarks.bench_api [--seconds 20] [--rounds 3] [--clients 4] [--users 40] [--workers 2]
         [--threads 2]
@@ -34,8 +37,11 @@ from tests.benchmarks.benchserver import (
     machine_speed,
     manage,
     percentile,
+    postmaster_pid,
     purge_queue,
     run_clients,
+    server_pid,
+    tree_cpu_seconds,
 )
 
 OPS = {  # operation -> weight in the mix
@@ -218,8 +224,10 @@ def main() -> None:
                   f"documents, then {args.clients} clients for {args.seconds:.0f} s against {base} "
                   f"(gunicorn {args.workers} workers x {args.threads} threads)", flush=True)
             seed(base, key, users, 5)
+            cpu_before = server_cpu(env, base)
             results = run_round(base, key, users, args.clients, args.seconds, seed_=round_ * 100)
             headlines.append(report(results, args.seconds))
+            report_server_cpu(cpu_before, server_cpu(env, base), results)
     purge_queue(env)
     if args.rounds > 1:
         print(f"\nmedian of {args.rounds} rounds: reads p50 {_median(headlines, 0):.2f} ms, "
@@ -258,6 +266,19 @@ def report(results: list, seconds: float) -> tuple[float, float, float, float, f
     client_cpu = sum(cpu for _, _, cpu in results)
     print(f"the load generator's own CPU: {client_cpu * 1000 / max(total, 1):.3f} ms per request")
     return headline
+
+
+def server_cpu(env: dict[str, str], base: str) -> tuple[float, float]:
+    """CPU seconds used so far by the web server at ``base`` and by the database cluster."""
+    return tree_cpu_seconds({server_pid(base)}), tree_cpu_seconds({postmaster_pid(env)})
+
+
+def report_server_cpu(before: tuple[float, float], after: tuple[float, float],
+                      results: list) -> None:
+    total = max(sum(len(values) for latencies, _, _ in results for values in latencies.values()), 1)
+    web, database = ((end - start) * 1000 / total for start, end in zip(before, after, strict=True))
+    print(f"the server's CPU: {web:.3f} ms per request in the web server, {database:.3f} ms in "
+          "the database")
 
 
 def _median(headlines: list[tuple[float, ...]], column: int) -> float:
