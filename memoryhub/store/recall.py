@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -138,6 +139,10 @@ _VISIBLE = f"""
          OR (p.scope = 'session' AND p.scope_key = %(session)s)
          OR (p.scope = 'profile' AND p.scope_key = %(profile)s))
 """
+# Whether the session can see any passage: the documents statement's own predicate.
+_DOCUMENTS_PRESENCE = compact_sql(
+    f"EXISTS (SELECT 1 FROM {Passage._meta.db_table} p WHERE {_VISIBLE})"
+)
 _VECTOR_SIMILARITY = """
     CASE WHEN p.embedding IS NOT NULL AND p.embedding_provider = %(provider)s
          THEN 1 - (p.embedding <=> %(qvec)s::halfvec) END
@@ -263,6 +268,8 @@ _SESSION = (
     "SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true), "
     "set_config('enable_indexscan', 'off', true)"
 )
+_SESSION_SETTINGS = 3  # the columns of _SESSION before the presence tests
+_PARAM = re.compile(r"%\((\w+)\)s")
 _HEAD_PER_RESULT = 4
 
 
@@ -278,11 +285,16 @@ def _terms_params(terms: list[str]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Search:
-    """One ranking statement, ready to run (``searches_run``), and how its rows become hits."""
+    """One ranking statement, ready to run (``searches_run``), and how its rows become hits.
+
+    ``presence``: an SQL test on some of the statement's own parameters, false only when the
+    statement can find nothing (no row passes its visibility predicate, which the test
+    repeats); None: always run it."""
 
     sql: str
     params: dict[str, Any]  # Any: psycopg also takes HalfVec (our dumper)
     hit: Callable[[tuple], RecallHit]
+    presence: str | None = None
 
 
 def documents_search(
@@ -305,12 +317,21 @@ def documents_search(
     if query_vector is not None:
         params["qvec"] = HalfVec(query_vector)
     sql = _statement(query_vector is not None, bool(terms), threshold is not None)
-    return Search(sql, params, _hit)
+    return Search(sql, params, _hit, presence=_DOCUMENTS_PRESENCE)
 
 
 def searches_run(searches: list[Search]) -> list[list[RecallHit]]:
     """Run the searches in the request's transaction, each one's hits in order, after the
     session settings they share (set once for all of them).
+
+    The settings' statement also asks each search's ``presence`` test, and a search whose
+    person holds nothing it reads is not run: its hits are none, as running it would find.
+    For a person with documents and no facts (an app that writes documents only), that spares
+    the facts' statement and its round trip. On bench-vs-mem0's people, default sources:
+    in process, 1,000 requests alternated with the tests off, p50 4.45 -> 4.13 ms and the web
+    process's CPU 2.47 -> 2.23 ms; over HTTP, two gunicorns of this code with the tests off
+    and on, 8 alternated rounds, p50 4.64 -> 4.02 ms and the server's CPU (gunicorn and the
+    database) 4.95 -> 4.20 ms per recall. A presence test costs an index probe.
 
     One statement after another: psycopg's pipeline mode (all sent at once) measured worse
     here, its wait for the results cost the web process more CPU than the round trips it
@@ -318,14 +339,37 @@ def searches_run(searches: list[Search]) -> list[list[RecallHit]]:
     tenant_id()  # fails closed without a tenant, like every statement here
     if not searches:
         return []
-    rows = []
+    tested = [search for search in searches if search.presence is not None]
+    rows: list[list[tuple]] = []
     with connection.cursor() as cursor:
-        cursor.execute(_SESSION)
+        cursor.execute(_session_statement(tuple(s.presence or "" for s in tested)),
+                       _presence_params(tested) or None)
+        present = iter(cursor.fetchone()[_SESSION_SETTINGS:])
         for search in searches:
+            if search.presence is not None and not next(present):
+                rows.append([])
+                continue
             cursor.execute(search.sql, search.params)
             rows.append(cursor.fetchall())
     return [[search.hit(row) for row in found] for search, found in zip(searches, rows,
                                                                            strict=True)]
+
+
+@cache
+def _session_statement(presences: tuple[str, ...]) -> str:
+    """The session settings, then each presence test in order."""
+    return compact_sql(_SESSION + "".join(f", ({test})" for test in presences))
+
+
+def _presence_params(tested: list[Search]) -> dict[str, Any]:
+    """The parameters the presence tests name, from their searches (which agree on them:
+    one person's recall)."""
+    params: dict[str, Any] = {}
+    for search in tested:
+        for name in _PARAM.findall(search.presence or ""):
+            if params.setdefault(name, search.params[name]) != search.params[name]:
+                raise ValueError(f"the searches disagree on {name!r}")
+    return params
 
 
 @cache
@@ -473,7 +517,8 @@ def records_search(
         params["qvec"] = HalfVec(query_vector)
     sql = _records_statement(kind, query_vector is not None, bool(terms), threshold is not None,
                              include_invalid)
-    return Search(sql, params, functools.partial(_record_hit, kind))
+    return Search(sql, params, functools.partial(_record_hit, kind),
+                  presence=_records_presence(kind, include_invalid))
 
 
 @cache
@@ -490,6 +535,16 @@ def _records_statement(kind: str, vector: bool, terms: bool, threshold: bool,
         head_score="h.pre * h.confidence / " + _RECORD_RECENCY.format(row="h"),
         recency=_RECORD_RECENCY.format(row="c"),
     ))
+
+
+@cache
+def _records_presence(kind: str, include_invalid: bool) -> str:
+    """Whether the person holds any row the records statement reads: its own predicate."""
+    table, _, _, valid, _ = _RECORD_KINDS[kind]
+    return compact_sql(
+        f"EXISTS (SELECT 1 FROM {table} p WHERE {tenant_is('p', param=_TENANT)} "
+        f"AND p.end_user_id = %(end_user)s {'' if include_invalid else valid})"
+    )
 
 
 def _record_hit(kind: str, row: tuple) -> RecallHit:
