@@ -268,7 +268,7 @@ _SESSION = (
     "SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true), "
     "set_config('enable_indexscan', 'off', true)"
 )
-_SESSION_SETTINGS = 3  # the columns of _SESSION before the presence tests
+_SESSION_SETTINGS = _SESSION.count("set_config(")  # its columns before the presence tests
 _PARAM = re.compile(r"%\((\w+)\)s")
 _HEAD_PER_RESULT = 4
 
@@ -439,7 +439,7 @@ visible AS MATERIALIZED (  -- the only pass over the rows; OFFSET 0: each expres
     FROM (SELECT p.id, {vector} AS vsim, {exact} AS exact, {confidence} AS confidence,
                  p.{at} AS at
           FROM {table} p
-          WHERE {tenant} AND p.end_user_id = %(end_user)s {valid} OFFSET 0) r
+          WHERE {visible} OFFSET 0) r
 ),
 head AS MATERIALIZED (
     SELECT * FROM visible ORDER BY pre DESC, id LIMIT %(fuzzy_candidates)s
@@ -524,10 +524,11 @@ def records_search(
 @cache
 def _records_statement(kind: str, vector: bool, terms: bool, threshold: bool,
                        include_invalid: bool) -> str:
-    table, confidence, at, valid, extra = _RECORD_KINDS[kind]
+    table, confidence, at, _, extra = _RECORD_KINDS[kind]
     return compact_sql(_RECORDS.format(
         config=SEARCH_CONFIG, table=table, tenant=tenant_is("p", param=_TENANT),
-        confidence=confidence, at=at, valid="" if include_invalid else valid, extra=extra,
+        visible=_records_visible(kind, include_invalid), confidence=confidence, at=at,
+        extra=extra,
         vector=_VECTOR_SIMILARITY if vector else "NULL::float8",
         exact=_EXACT_SHARE if terms else "0::float8",
         fuzzy=_FUZZY_SHARE.replace("p.text", "p.content") if terms else "0::float8",
@@ -537,14 +538,18 @@ def _records_statement(kind: str, vector: bool, terms: bool, threshold: bool,
     ))
 
 
+def _records_visible(kind: str, include_invalid: bool) -> str:
+    """The rows of ``kind`` a records statement reads (``p``): the person's, valid only
+    unless ``include_invalid``."""
+    valid = "" if include_invalid else _RECORD_KINDS[kind][3]
+    return f"{tenant_is('p', param=_TENANT)} AND p.end_user_id = %(end_user)s {valid}"
+
+
 @cache
 def _records_presence(kind: str, include_invalid: bool) -> str:
     """Whether the person holds any row the records statement reads: its own predicate."""
-    table, _, _, valid, _ = _RECORD_KINDS[kind]
-    return compact_sql(
-        f"EXISTS (SELECT 1 FROM {table} p WHERE {tenant_is('p', param=_TENANT)} "
-        f"AND p.end_user_id = %(end_user)s {'' if include_invalid else valid})"
-    )
+    return compact_sql(f"EXISTS (SELECT 1 FROM {_RECORD_KINDS[kind][0]} p "
+                       f"WHERE {_records_visible(kind, include_invalid)})")
 
 
 def _record_hit(kind: str, row: tuple) -> RecallHit:
