@@ -440,6 +440,9 @@ MEMORYHUB_RECALL = {
     "max_query_terms": 16,
     # Trigram (fuzzy) matching reads the text: only this many best candidates get it.
     "fuzzy_candidates": int(os.environ.get("RECALL_FUZZY_CANDIDATES", "50")),
+    # A recall whose sources hold at least this many of the person's rows together runs them
+    # at once, each on a connection of its own (memoryhub.store.recall.searches_run); 0: never.
+    "apart_rows": int(os.environ.get("RECALL_APART_ROWS", "2000")),
 }
 MEMORYHUB_WEBHOOKS = {
     "timeout": float(os.environ.get("WEBHOOK_TIMEOUT", "10")),

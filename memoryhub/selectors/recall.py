@@ -172,7 +172,8 @@ def recall_rank(
                 query_vector=query_vector, provider=provider, terms=terms, limit=limit,
                 threshold=threshold, ranking=ranking, now=now, include_invalid=include_invalid,
             ))
-    hits = [hit for found in searches_run(searches) for hit in found]
+    apart_rows = int(settings.MEMORYHUB_RECALL["apart_rows"])
+    hits = [hit for found in searches_run(searches, apart_rows=apart_rows) for hit in found]
     hits.sort(key=lambda hit: (-hit.score, -hit.updated_at.timestamp()))  # stable: ties keep order
     return hits[:limit]
 

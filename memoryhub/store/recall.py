@@ -72,14 +72,18 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import connection
+from django.db import close_old_connections, connection
+from django.db.backends.utils import CursorWrapper
 
 from memoryhub.infra.db import HalfVec
 from memoryhub.models import Fact, MemoryDocument, Message, Passage
@@ -87,6 +91,7 @@ from memoryhub.store._rows import compact_sql
 from memoryhub.store._tenancy import tenant_id, tenant_is
 from memoryhub.store._trigrams import probes_in_slots, trigram_probes
 from memoryhub.store.passages import SEARCH_CONFIG
+from tenants.context import tenant_context
 
 
 @dataclass(frozen=True)
@@ -139,10 +144,8 @@ _VISIBLE = f"""
          OR (p.scope = 'session' AND p.scope_key = %(session)s)
          OR (p.scope = 'profile' AND p.scope_key = %(profile)s))
 """
-# Whether the session can see any passage: the documents statement's own predicate.
-_DOCUMENTS_PRESENCE = compact_sql(
-    f"EXISTS (SELECT 1 FROM {Passage._meta.db_table} p WHERE {_VISIBLE})"
-)
+# The passages the session can see: the documents statement's own predicate.
+_DOCUMENTS_ROWS = compact_sql(f"FROM {Passage._meta.db_table} p WHERE {_VISIBLE}")
 _VECTOR_SIMILARITY = """
     CASE WHEN p.embedding IS NOT NULL AND p.embedding_provider = %(provider)s
          THEN 1 - (p.embedding <=> %(qvec)s::halfvec) END
@@ -268,7 +271,7 @@ _SESSION = (
     "SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true), "
     "set_config('enable_indexscan', 'off', true)"
 )
-_SESSION_SETTINGS = _SESSION.count("set_config(")  # its columns before the presence tests
+_SESSION_SETTINGS = _SESSION.count("set_config(")  # its columns before the row counts
 _PARAM = re.compile(r"%\((\w+)\)s")
 _HEAD_PER_RESULT = 4
 
@@ -287,14 +290,14 @@ def _terms_params(terms: list[str]) -> dict[str, Any]:
 class Search:
     """One ranking statement, ready to run (``searches_run``), and how its rows become hits.
 
-    ``presence``: an SQL test on some of the statement's own parameters, false only when the
-    statement can find nothing (no row passes its visibility predicate, which the test
-    repeats); None: always run it."""
+    ``rows``: the ``FROM ... WHERE ...`` of the rows the statement reads (its visibility
+    predicate, on some of its own parameters), which ``searches_run`` counts before running
+    it; None: always run it, on the request's connection."""
 
     sql: str
     params: dict[str, Any]  # Any: psycopg also takes HalfVec (our dumper)
     hit: Callable[[tuple], RecallHit]
-    presence: str | None = None
+    rows: str | None = None
 
 
 def documents_search(
@@ -317,56 +320,122 @@ def documents_search(
     if query_vector is not None:
         params["qvec"] = HalfVec(query_vector)
     sql = _statement(query_vector is not None, bool(terms), threshold is not None)
-    return Search(sql, params, _hit, presence=_DOCUMENTS_PRESENCE)
+    return Search(sql, params, _hit, rows=_DOCUMENTS_ROWS)
 
 
-def searches_run(searches: list[Search]) -> list[list[RecallHit]]:
-    """Run the searches in the request's transaction, each one's hits in order, after the
-    session settings they share (set once for all of them).
+def searches_run(searches: list[Search], *, apart_rows: int = 0) -> list[list[RecallHit]]:
+    """Run the searches, each one's hits in order, after the session settings they share.
 
-    The settings' statement also asks each search's ``presence`` test, and a search whose
-    person holds nothing it reads is not run: its hits are none, as running it would find.
-    For a person with documents and no facts (an app that writes documents only), that spares
-    the facts' statement and its round trip. On bench-vs-mem0's people, default sources:
-    in process, 1,000 requests alternated with the tests off, p50 4.45 -> 4.13 ms and the web
-    process's CPU 2.47 -> 2.23 ms; over HTTP, two gunicorns of this code with the tests off
-    and on, 8 alternated rounds, p50 4.64 -> 4.02 ms and the server's CPU (gunicorn and the
-    database) 4.95 -> 4.20 ms per recall. A presence test costs an index probe.
+    The settings' statement also counts the rows each search reads (``Search.rows``, at most
+    its share of ``apart_rows``), and a search whose person holds none is not run: its hits are
+    none, as running it would find. For a person with documents and no facts (an app that
+    writes documents only), that spares the facts' statement and its round trip. On
+    bench-vs-mem0's people, default sources: in process, 1,000 requests alternated with the
+    test off, p50 4.45 -> 4.13 ms and the web process's CPU 2.47 -> 2.23 ms; over HTTP, two
+    gunicorns of this code with the test off and on, 8 alternated rounds, p50 4.64 -> 4.02
+    ms and the server's CPU (gunicorn and the database) 4.95 -> 4.20 ms per recall.
 
-    One statement after another: psycopg's pipeline mode (all sent at once) measured worse
-    here, its wait for the results cost the web process more CPU than the round trips it
-    saved (recall of 200 memories over HTTP from 4 clients: 189-197 against 218 a second)."""
-    tenant_id()  # fails closed without a tenant, like every statement here
+    The searches run one after another in the request's transaction, unless ``apart_rows``
+    (0: never) is set and the searches to run read at least that many rows together: then
+    each but the first runs on a connection of its own (``_run_apart``) while the request's
+    runs the first, so a person with thousands of rows in every source waits for the
+    slowest source instead of their sum. Each statement sees the rows committed when it
+    starts, as in the request's own READ COMMITTED transaction.
+
+    One statement after another on one connection: psycopg's pipeline mode (all sent at
+    once) measured worse, its wait for the results cost the web process more CPU than the
+    round trips it saved (recall of 200 memories over HTTP from 4 clients: 189-197 against
+    218 a second)."""
+    tenant = tenant_id()  # fails closed without a tenant, like every statement here
     if not searches:
         return []
-    tested = [search for search in searches if search.presence is not None]
-    rows: list[list[tuple]] = []
     with connection.cursor() as cursor:
-        cursor.execute(_session_statement(tuple(s.presence or "" for s in tested)),
-                       _presence_params(tested) or None)
-        present = iter(cursor.fetchone()[_SESSION_SETTINGS:])
-        for search in searches:
-            if search.presence is not None and not next(present):
-                rows.append([])
-                continue
-            cursor.execute(search.sql, search.params)
-            rows.append(cursor.fetchall())
-    return [[search.hit(row) for row in found] for search, found in zip(searches, rows,
-                                                                           strict=True)]
+        held = _rows_held(cursor, searches, apart_rows)
+        to_run = [search for search in searches if held.get(id(search), 1)]
+        apart = bool(apart_rows) and len(to_run) > 1 and (
+            sum(held.get(id(search), 0) for search in to_run) >= apart_rows)
+        found = _run_beside(cursor, tenant, to_run) if apart else [
+            _rows_of(cursor, search) for search in to_run]
+    rows = dict(zip(map(id, to_run), found, strict=True))
+    return [[search.hit(row) for row in rows.get(id(search), [])] for search in searches]
+
+
+def _rows_held(cursor: CursorWrapper, searches: list[Search], apart_rows: int) -> dict[int, int]:
+    """Set the session settings and count the rows of each search that names them, by the
+    search's ``id``. Each count stops at its equal share of ``apart_rows``: enough to tell
+    whether they reach it together, at a third of the cost with three sources. A search
+    alone cannot run beside another: whether it finds anything is all there is to ask."""
+    counted = [search for search in searches if search.rows is not None]
+    cap = -(-apart_rows // len(counted)) if apart_rows and len(searches) > 1 and counted else 1
+    cursor.execute(_session_statement(tuple(search.rows or "" for search in counted)),
+                   _rows_params(counted, cap) or None)
+    counts = cursor.fetchone()[_SESSION_SETTINGS:]
+    return {id(search): count for search, count in zip(counted, counts, strict=True)}
+
+
+def _rows_of(cursor: CursorWrapper, search: Search) -> list[tuple]:
+    cursor.execute(search.sql, search.params)
+    rows: list[tuple] = cursor.fetchall()
+    return rows
+
+
+def _run_beside(cursor: CursorWrapper, tenant: int, searches: list[Search]) -> list[list[tuple]]:
+    """The first search on ``cursor``, the others each on a connection of its own at once;
+    one that no helper thread has taken by the time the first is done runs on ``cursor``
+    too, so a busy pool never makes a request wait for a thread."""
+    pending = [_apart_pool().submit(_run_apart, tenant, search) for search in searches[1:]]
+    found = [_rows_of(cursor, searches[0])]
+    for future, search in zip(pending, searches[1:], strict=True):
+        found.append(_rows_of(cursor, search) if future.cancel() else future.result())
+    return found
+
+
+def _run_apart(tenant: int, search: Search) -> list[tuple]:
+    """One search in a transaction of its own, in a helper thread, which holds its
+    connection like a request thread does: Django's per-request closing of old connections
+    (back to the pool, or kept up to ``CONN_MAX_AGE``) runs before and after."""
+    close_old_connections()
+    try:
+        with tenant_context(tenant), connection.cursor() as cursor:
+            cursor.execute(_SESSION)
+            return _rows_of(cursor, search)
+    finally:
+        close_old_connections()
+
+
+_apart: tuple[int, ThreadPoolExecutor] | None = None
+_apart_lock = threading.Lock()
+
+
+def _apart_pool() -> ThreadPoolExecutor:
+    """This process's helper threads (a forked child makes its own: threads do not fork)."""
+    global _apart
+    with _apart_lock:
+        if _apart is None or _apart[0] != os.getpid():
+            _apart = (os.getpid(), ThreadPoolExecutor(max_workers=APART_THREADS,
+                                                      thread_name_prefix="recall-apart"))
+        return _apart[1]
+
+
+# Two: with three sources, the request's thread and two helpers run one each.
+APART_THREADS = 2
 
 
 @cache
-def _session_statement(presences: tuple[str, ...]) -> str:
-    """The session settings, then each presence test in order."""
-    return compact_sql(_SESSION + "".join(f", ({test})" for test in presences))
+def _session_statement(rows: tuple[str, ...]) -> str:
+    """The session settings, then the count of each search's rows, at most ``%(rows_cap)s``."""
+    return compact_sql(_SESSION + "".join(
+        f", (SELECT count(*) FROM (SELECT 1 {read} LIMIT %(rows_cap)s) n)" for read in rows))
 
 
-def _presence_params(tested: list[Search]) -> dict[str, Any]:
-    """The parameters the presence tests name, from their searches (which agree on them:
-    one person's recall)."""
-    params: dict[str, Any] = {}
-    for search in tested:
-        for name in _PARAM.findall(search.presence or ""):
+def _rows_params(counted: list[Search], cap: int) -> dict[str, Any]:
+    """The parameters the row counts name, from their searches (which agree on them: one
+    person's recall)."""
+    if not counted:
+        return {}
+    params: dict[str, Any] = {"rows_cap": cap}
+    for search in counted:
+        for name in _PARAM.findall(search.rows or ""):
             if params.setdefault(name, search.params[name]) != search.params[name]:
                 raise ValueError(f"the searches disagree on {name!r}")
     return params
@@ -518,7 +587,7 @@ def records_search(
     sql = _records_statement(kind, query_vector is not None, bool(terms), threshold is not None,
                              include_invalid)
     return Search(sql, params, functools.partial(_record_hit, kind),
-                  presence=_records_presence(kind, include_invalid))
+                  rows=_records_rows(kind, include_invalid))
 
 
 @cache
@@ -546,10 +615,10 @@ def _records_visible(kind: str, include_invalid: bool) -> str:
 
 
 @cache
-def _records_presence(kind: str, include_invalid: bool) -> str:
-    """Whether the person holds any row the records statement reads: its own predicate."""
-    return compact_sql(f"EXISTS (SELECT 1 FROM {_RECORD_KINDS[kind][0]} p "
-                       f"WHERE {_records_visible(kind, include_invalid)})")
+def _records_rows(kind: str, include_invalid: bool) -> str:
+    """The rows the records statement reads (``Search.rows``): its own predicate."""
+    return compact_sql(f"FROM {_RECORD_KINDS[kind][0]} p "
+                       f"WHERE {_records_visible(kind, include_invalid)}")
 
 
 def _record_hit(kind: str, row: tuple) -> RecallHit:

@@ -1,6 +1,6 @@
 """Recall runs no ranking statement for a source the person holds nothing in
-(``memoryhub.store.recall.searches_run``: each search's presence test rides on the session
-settings' statement), and finds what it found before wherever there is something."""
+(``memoryhub.store.recall.searches_run``: the count of each search's rows rides on the
+session settings' statement), and finds what it found before wherever there is something."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memoryhub.store.recall import Search, _presence_params
+from memoryhub.store.recall import Search, _rows_params
 from tests.recall.helpers import put, recall
 from tests.recall.test_recall_sources import add_fact, capture
 
@@ -74,11 +74,11 @@ def test_another_persons_rows_do_not_count_as_present(acme) -> None:
     assert [r["kind"] for r in results] == ["document"] and tables == ["memoryhub_passage"]
 
 
-def test_searches_of_different_people_cannot_share_one_presence_statement() -> None:
+def test_searches_of_different_people_cannot_share_one_count_statement() -> None:
     def search(end_user: int) -> Search:
         return Search("", {"tenant": 1, "end_user": end_user}, lambda row: row,
-                      presence="EXISTS (SELECT 1 WHERE %(tenant)s = 1 AND %(end_user)s > 0)")
+                      rows="FROM (VALUES (1)) p WHERE %(tenant)s = 1 AND %(end_user)s > 0")
 
-    assert _presence_params([search(7), search(7)]) == {"tenant": 1, "end_user": 7}
+    assert _rows_params([search(7), search(7)], 1) == {"rows_cap": 1, "tenant": 1, "end_user": 7}
     with pytest.raises(ValueError, match="end_user"):
-        _presence_params([search(7), search(8)])
+        _rows_params([search(7), search(8)], 1)
