@@ -510,6 +510,9 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 # a capture its run starts, so that a burst of captures makes one run.
 AUGMENTATION_PROVIDER = os.environ.get("AUGMENTATION_PROVIDER", "rules")
 AUGMENTATION_DEBOUNCE_SECONDS = float(os.environ.get("AUGMENTATION_DEBOUNCE_SECONDS", "0.5"))
+# Recalls are counted per process and written this often (memoryhub.services.usage); 0: each
+# recall counts itself in its own transaction (the tests' default, so a count is there at once).
+USAGE_FLUSH_SECONDS = float(os.environ.get("USAGE_FLUSH_SECONDS", "0" if TESTING else "1"))
 # A learnt fact whose vector's cosine similarity to a valid fact of the same type reaches
 # this merges into it (memoryhub/services/facts.py; README "Configuration").
 AUGMENTATION_MERGE_SIMILARITY = float(os.environ.get("AUGMENTATION_MERGE_SIMILARITY", "0.8"))

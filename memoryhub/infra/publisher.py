@@ -42,9 +42,10 @@ class Publisher(Generic[T]):
     after ``linger``."""
 
     def __init__(self, send: Callable[[list[T]], None], *, linger: float, batch: int,
-                 interval: float = 0.0, what: str = "embeddings") -> None:
+                 interval: float = 0.0, what: str = "embeddings",
+                 lost: str = "the sweep will find them") -> None:
         self._send = send
-        self._what = what  # for the log
+        self._what, self._lost = what, lost  # for the log
         self._linger = linger
         self._batch = batch
         self._interval = interval
@@ -83,8 +84,8 @@ class Publisher(Generic[T]):
             try:
                 self._send(batch)
             except Exception:
-                logger.exception("could not publish %d %s; the sweep will find them",
-                                 len(batch), self._what)
+                logger.exception("could not publish %d %s; %s", len(batch), self._what,
+                                 self._lost)
             with self._settled:
                 self._pending -= len(batch)
                 self._settled.notify_all()

@@ -45,6 +45,14 @@ _RECALLS_UPSERT = _BUMP.format(
                     THEN set_config('synchronous_commit', 'off', true) END) AS only_write""",
 )
 
+# Several recalls of one tenant and day at once: what a process counted since its last flush
+# (``memoryhub.services.usage``), from a transaction of the flusher's own.
+_RECALLS_ADD = f"""
+    INSERT INTO {TABLE} AS u (tenant_id, day, writes, recalls)
+    VALUES (%s, %s, 0, %s)
+    ON CONFLICT (tenant_id, day) DO UPDATE SET recalls = u.recalls + EXCLUDED.recalls
+"""
+
 _STORED_BYTES_SET = f"""
     INSERT INTO {TABLE} AS u (tenant_id, day, writes, recalls, stored_bytes)
     VALUES (%s, %s, 0, 0, %s)
@@ -58,6 +66,13 @@ def usage_recall_add(*, day: date) -> None:
     tenant = tenant_id()
     with connection.cursor() as cursor:
         cursor.execute(_RECALLS_UPSERT, [tenant, day])
+
+
+def usage_recalls_add(*, day: date, count: int) -> None:
+    """Count ``count`` recalls of the current tenant on ``day``."""
+    tenant = tenant_id()
+    with connection.cursor() as cursor:
+        cursor.execute(_RECALLS_ADD, [tenant, day, count])
 
 
 def usage_stored_bytes_set(*, day: date, stored_bytes: int) -> None:
