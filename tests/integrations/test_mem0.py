@@ -1,8 +1,8 @@
 """mem0 compatibility at /mem0/, driven by mem0's own clients (``mem0ai`` 2.2.x: the sync
 ``MemoryClient`` and the ``AsyncMemoryClient``) with ``host=<live server>/mem0``, against a
 live server (Django's threaded WSGI server): every client method that maps to a route, what
-it writes as seen through the REST API, adding with inference through augmentation (inline,
-and through a real worker), another tenant's memories absent, a bound key reaching only its
+it writes as seen through the REST API, adding with inference through augmentation (inline here;
+through a real worker in ``test_mem0_worker``), another tenant's memories absent, a bound key reaching only its
 person, errors in mem0's shape, and the rate limit's 429 with Retry-After.
 """
 
@@ -25,10 +25,8 @@ from mem0.exceptions import (
 )
 
 from tests.integrations.keys import bound_key, operator_tenant
-from tests.workers.conftest import celery_worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-__all__ = ["celery_worker"]  # the worker fixture, used by name
 
 
 def mem0(live_server: Any, key: str) -> MemoryClient:
@@ -194,21 +192,6 @@ def test_infer_captures_and_augmentation_learns(live_server, eager_tasks) -> Non
     assert "Lisbon" in found[0]["memory"]
     nothing = client.add([{"role": "system", "content": "Be brief."}], user_id="alice")
     assert (nothing["status"], nothing["results"]) == ("SUCCEEDED", [])
-
-
-@pytest.mark.worker
-def test_infer_through_a_real_worker(live_server, celery_worker) -> None:
-    key = operator_tenant("initech")
-    client = mem0(live_server, key)
-    assert client.add("I work at Initech.", user_id="alice")["status"] == "PENDING"
-
-    def learnt() -> list[str]:
-        """the fact learnt by the worker"""
-        return [m["memory"] for m in client.get_all(filters={"user_id": "alice"})["results"]]
-
-    assert "Initech" in wait_for(learnt)[0]
-    [memory] = client.search("employer Initech", filters={"user_id": "alice"})["results"]
-    assert [h["event"] for h in client.history(memory["id"])] == ["ADD"]
 
 
 def test_what_the_rest_api_shows_of_mem0s_writes(live_server) -> None:
