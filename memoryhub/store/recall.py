@@ -341,7 +341,7 @@ def searches_run(searches: list[Search], *, apart_rows: int = 0) -> list[list[Re
     runs the first, so a person with thousands of rows in every source waits for the
     slowest source instead of their sum. Each statement sees the rows committed when it
     starts, as in the request's own READ COMMITTED transaction. On the million-row benchmark,
-    in process, people with 5,000-11,000 rows: p50 29.3 -> 22.4 ms, p95 38.1 -> 29.9 ms
+    in process, people with 5,000-11,000 rows: p50 26.3 -> 19.3 ms, p95 35.2 -> 28.1 ms
     (README, "Recall over facts and messages at a million rows").
 
     One statement after another on one connection: psycopg's pipeline mode (all sent at
