@@ -395,6 +395,7 @@ CELERY_BEAT_SCHEDULE = {
     "retention-purge": {"task": "memoryhub.tasks.retention_purge_all", "schedule": 3600.0},
     "webhooks-sweep": {"task": "memoryhub.tasks.webhooks_sweep", "schedule": 300.0},
     "embeddings-sweep": {"task": "memoryhub.tasks.embeddings_sweep", "schedule": 600.0},
+    "augmentation-sweep": {"task": "memoryhub.tasks.augmentation_sweep", "schedule": 300.0},
     # Hourly: each tenant's stored bytes for the dashboard's usage chart (memoryhub/services/usage.py).
     "usage-snapshot": {"task": "memoryhub.tasks.usage_snapshot_all", "schedule": 3600.0},
 }
@@ -408,6 +409,10 @@ CELERY_BEAT_SCHEDULE["webhooks-sweep"]["schedule"] = float(
     os.environ.get("WEBHOOKS_SWEEP_INTERVAL", "300"))
 EMBEDDINGS_SWEEP_GRACE = float(os.environ.get("EMBEDDINGS_SWEEP_GRACE", "120"))
 WEBHOOKS_SWEEP_GRACE = float(os.environ.get("WEBHOOKS_SWEEP_GRACE", "60"))
+CELERY_BEAT_SCHEDULE["augmentation-sweep"]["schedule"] = float(
+    os.environ.get("AUGMENTATION_SWEEP_INTERVAL", "300"))
+# Longer than a run's retries with backoff (2 + 4 + ... + 64 s): a run still retrying is left be.
+AUGMENTATION_SWEEP_GRACE = float(os.environ.get("AUGMENTATION_SWEEP_GRACE", "600"))
 # Seconds a client is told to wait (Retry-After) when the database cannot be reached: 503.
 DATABASE_RETRY_AFTER = int(os.environ.get("DATABASE_RETRY_AFTER", "2"))
 

@@ -34,6 +34,7 @@ from memoryhub.services.augmentation import (
     augmentation_apply,
     augmentation_batch,
     augmentation_failure_record,
+    conversations_awaiting_augmentation,
 )
 from memoryhub.services.conversations import conversations_expired_purge
 from memoryhub.services.passages import (
@@ -182,6 +183,24 @@ def embeddings_sweep() -> int:
         if records:
             embed_records.delay(items=[[tenant_id, kind, pk] for kind, pk in records])
         enqueued += len(waiting) + len(records)
+    return enqueued
+
+
+@shared_task(name="memoryhub.tasks.augmentation_sweep")
+def augmentation_sweep() -> int:
+    """Enqueue the run of conversations whose cursor has stayed behind their messages for
+    longer than AUGMENTATION_SWEEP_GRACE: their run's message was lost (the broker was away,
+    or the web process died before its publisher thread sent it). A run is idempotent (the
+    cursor), so one that was only late costs a run that writes nothing."""
+    enqueued = 0
+    for tenant_id in Tenant.objects.values_list("id", flat=True):
+        before = timezone.now() - timedelta(seconds=settings.AUGMENTATION_SWEEP_GRACE)
+        with tenant_context(tenant_id):
+            waiting = conversations_awaiting_augmentation(last_message_before=before,
+                                                          limit=SWEEP_LIMIT)
+        for conversation_id in waiting:
+            augment_conversation.delay(tenant_id=tenant_id, conversation_id=str(conversation_id))
+        enqueued += len(waiting)
     return enqueued
 
 

@@ -3,7 +3,9 @@
 After a capture commits, ``augmentation_schedule`` enqueues one run for the conversation,
 ``AUGMENTATION_DEBOUNCE_SECONDS`` later; a capture that finds a run already scheduled (and
 not yet started: its key in the cache lives exactly as long as the countdown) enqueues
-nothing, so a burst of captures makes one run. Capture never waits for it.
+nothing, so a burst of captures makes one run. Capture never waits for it: the process's
+publisher thread enqueues (``run_publisher``), and the augmentation sweep
+(``memoryhub.tasks``) enqueues a run that was lost on the way.
 
 A run reads in one transaction (``augmentation_batch``: the messages after the
 conversation's durable cursor, ``augmented_seq``, its rolling summary and, for the ``openai``
@@ -29,18 +31,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from uuid import UUID
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from memoryhub.augmentation.base import Extraction, ExtractionContext, Extractor, SourceMessage
 from memoryhub.augmentation.providers import extractor_for
 from memoryhub.infra.embeddings import EmbeddingError, get_provider, provider_key
 from memoryhub.infra.jobs import AUGMENT_CONVERSATION, job_enqueue, jobs_run_inline
+from memoryhub.infra.publisher import Publisher
 from memoryhub.models import RECALL_COLUMNS, Actor, AugmentationFailure, Conversation, Message
 from memoryhub.selectors.documents import end_user_find, memory_disabled_reason
 from memoryhub.selectors.facts import facts_like
@@ -62,16 +67,53 @@ def augmentation_schedule(*, tenant_id: int, conversation_id: UUID) -> None:
 
 
 def _enqueue(*, tenant_id: int, conversation_id: str) -> None:
+    """On commit: hand the run to this process's publisher thread, so that the request waits
+    neither for the cache's debounce key nor for the broker (inline in eager mode)."""
+    if jobs_run_inline():
+        _runs_schedule([(tenant_id, conversation_id)])
+    else:
+        run_publisher.submit((tenant_id, conversation_id))
+
+
+def _runs_schedule(runs: list[tuple[int, str]]) -> None:
+    """Enqueue each conversation's run ``AUGMENTATION_DEBOUNCE_SECONDS`` from now, unless
+    one is scheduled and has not started (its key in the cache lives as long as the
+    countdown): a burst of captures makes one run."""
     delay = 0 if jobs_run_inline() else settings.AUGMENTATION_DEBOUNCE_SECONDS
-    key = f"augment:{tenant_id}:{conversation_id}"
-    if delay > 0 and not cache.add(key, 1, timeout=delay):
-        return  # a run is scheduled and has not started: it will read these messages too
-    try:
-        job_enqueue(name=AUGMENT_CONVERSATION, countdown=delay,
-                    kwargs={"tenant_id": tenant_id, "conversation_id": conversation_id})
-    except Exception:
-        cache.delete(key)
-        logger.exception("could not enqueue augmentation of conversation %s", conversation_id)
+    for tenant_id, conversation_id in dict.fromkeys(runs):
+        key = f"augment:{tenant_id}:{conversation_id}"
+        if delay > 0 and not cache.add(key, 1, timeout=delay):
+            continue  # the scheduled run will read these messages too
+        try:
+            job_enqueue(name=AUGMENT_CONVERSATION, countdown=delay,
+                        kwargs={"tenant_id": tenant_id, "conversation_id": conversation_id})
+        except Exception:
+            cache.delete(key)  # the next capture schedules it again; else the sweep does
+            logger.exception("could not enqueue augmentation of conversation %s",
+                             conversation_id)
+
+
+# What a process loses before sending (killed without exiting normally) or could not send,
+# the augmentation sweep (memoryhub.tasks) enqueues once AUGMENTATION_SWEEP_GRACE has passed.
+run_publisher: Publisher[tuple[int, str]] = Publisher(
+    _runs_schedule, linger=0.0, batch=100, what="augmentation runs",
+    lost="the augmentation sweep will find them",
+)
+
+
+def conversations_awaiting_augmentation(*, last_message_before: datetime,
+                                        limit: int) -> list[UUID]:
+    """The current tenant's conversations whose cursor is behind their messages, the last
+    one older than ``last_message_before``, oldest first: their run's message was lost. Not
+    those whose run failed after their last message (the dashboard shows the failure; the
+    next capture tries again), which would otherwise be retried at every sweep."""
+    failed = AugmentationFailure.objects.filter(conversation_id=OuterRef("id"),
+                                                created_at__gte=OuterRef("last_message_at"))
+    waiting = (Conversation.objects
+               .filter(message_count__gt=F("augmented_seq"),
+                       last_message_at__lt=last_message_before)
+               .exclude(Exists(failed)).order_by("last_message_at"))
+    return list(waiting.values_list("id", flat=True)[:limit])
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,14 @@ path through a real worker: test_augmentation_worker.py.)"""
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
-from memoryhub.models import Conversation, Fact, FactVersion
-from memoryhub.tasks import augment_conversation
+import pytest
+from django.utils import timezone
+
+from memoryhub.models import AugmentationFailure, Conversation, Fact, FactVersion
+from memoryhub.services.augmentation import augmentation_failure_record
+from memoryhub.tasks import augment_conversation, augmentation_sweep
 from tenants.context import tenant_context
 
 USER = "alice"
@@ -213,3 +217,33 @@ def test_a_capture_enqueues_its_run_on_commit(acme, eager_tasks, django_capture_
     assert sorted(f["object"] for f in facts(acme)) == ["Lisbon", "jazz"]
     with tenant_context(acme.tenant.id):
         assert Fact.objects.count() == 2
+
+
+def _last_message_minutes_ago(kit, conversation_id: str, minutes: int) -> None:
+    with tenant_context(kit.tenant.id):
+        Conversation.objects.filter(id=conversation_id).update(
+            last_message_at=timezone.now() - timedelta(minutes=minutes))
+
+
+def test_the_sweep_runs_what_a_lost_message_left_behind(acme, globex, eager_tasks) -> None:
+    """No on-commit here (the test's transaction never commits): as if the run's message was
+    lost. The sweep runs conversations left behind for longer than the grace, and no other."""
+    lost = capture(acme, "I live in Lisbon.")
+    _last_message_minutes_ago(acme, lost, 20)
+    recent = capture(globex, "I live in Oslo.")  # its own run may still be on the way
+    failed = capture(acme, "I love jazz.", session="s2")
+    _last_message_minutes_ago(acme, failed, 20)
+    with tenant_context(acme.tenant.id):
+        augmentation_failure_record(batch=None, conversation_id=failed, error="the model is down",
+                                    malformed=False, attempts=7)
+
+    assert augmentation_sweep() == 1
+    assert [f["object"] for f in facts(acme)] == ["Lisbon"]
+    with tenant_context(globex.tenant.id):
+        assert Conversation.objects.get(id=recent).augmented_seq == 0
+    assert augmentation_sweep() == 0  # the cursor moved: nothing left behind
+
+    with tenant_context(acme.tenant.id):  # a message came after the failure
+        AugmentationFailure.objects.update(created_at=timezone.now() - timedelta(minutes=30))
+    assert augmentation_sweep() == 1
+    assert sorted(f["object"] for f in facts(acme)) == ["Lisbon", "jazz"]
