@@ -2,8 +2,10 @@
 
 One row per tenant and day. Writes are counted inside the event statement
 (``memoryhub.store.events``, the ``WRITES_UPSERT`` fragment below), so a write costs no round
-trip more; recalls by :func:`usage_recall_add`, one upsert. Both bump a counter in place: the
-row lock is held from the upsert to the commit, which a caller keeps short by counting last.
+trip more; recalls by :func:`usage_recalls_add`, one upsert for what a process counted since
+its last flush (``memoryhub.services.usage``), or by :func:`usage_recall_add` in the recall's
+own transaction when flushing is off. Each bumps a counter in place: the row lock is held from
+the upsert to the commit, which a caller keeps short by counting last.
 """
 
 from __future__ import annotations
