@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import psycopg
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections, transaction
 from psycopg.abc import Loader
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
@@ -98,6 +98,20 @@ class _HalfVecTextDumper(Dumper):
 
     def dump(self, obj: HalfVec) -> bytes:
         return halfvec_literal(np.frombuffer(obj.payload[4:], dtype=">f2").tolist()).encode()
+
+
+@contextmanager
+def connection_as_request() -> Iterator[None]:
+    """For a background thread's database work (recall's helper threads, the usage flush):
+    its connection is held as a request thread holds its own. Django's per-request closing of
+    old connections runs before (one broken or past ``CONN_MAX_AGE`` is replaced) and after
+    (back to the pool, or kept up to ``CONN_MAX_AGE``); no request signal reaches such a
+    thread to do it."""
+    close_old_connections()
+    try:
+        yield
+    finally:
+        close_old_connections()
 
 
 def register_adapters() -> None:

@@ -22,9 +22,9 @@ from collections import Counter
 from datetime import date, datetime
 
 from django.conf import settings
-from django.db import close_old_connections
 from django.utils import timezone
 
+from memoryhub.infra.db import connection_as_request
 from memoryhub.infra.publisher import Publisher
 from memoryhub.selectors.usage import stored_bytes, usage_day
 from memoryhub.store.usage import usage_recall_add, usage_recalls_add, usage_stored_bytes_set
@@ -41,14 +41,11 @@ def usage_recall_count(*, now: datetime | None = None) -> None:
 
 
 def _recall_counts_write(recalls: list[tuple[int, date]]) -> None:
-    """The recalls a process counted, one statement per tenant and day. The thread holds its
-    connection as a request does: closed (back to the pool) after each flush."""
-    try:
+    """The recalls a process counted, one statement per tenant and day."""
+    with connection_as_request():
         for (tenant, day), count in Counter(recalls).items():
             with tenant_context(tenant):
                 usage_recalls_add(day=day, count=count)
-    finally:
-        close_old_connections()
 
 
 # A flush at most every USAGE_FLUSH_SECONDS; it waits that long for the first recall's

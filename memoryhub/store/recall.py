@@ -82,10 +82,10 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
-from memoryhub.infra.db import HalfVec
+from memoryhub.infra.db import HalfVec, connection_as_request
 from memoryhub.models import Fact, MemoryDocument, Message, Passage
 from memoryhub.store._rows import compact_sql
 from memoryhub.store._tenancy import tenant_id, tenant_is
@@ -393,16 +393,10 @@ def _run_beside(cursor: CursorWrapper, tenant: int, searches: list[Search]) -> l
 
 
 def _run_apart(tenant: int, search: Search) -> list[tuple]:
-    """One search in a transaction of its own, in a helper thread, which holds its
-    connection like a request thread does: Django's per-request closing of old connections
-    (back to the pool, or kept up to ``CONN_MAX_AGE``) runs before and after."""
-    close_old_connections()
-    try:
-        with tenant_context(tenant), connection.cursor() as cursor:
-            cursor.execute(_SESSION)
-            return _rows_of(cursor, search)
-    finally:
-        close_old_connections()
+    """One search in a transaction of its own, in a helper thread."""
+    with connection_as_request(), tenant_context(tenant), connection.cursor() as cursor:
+        cursor.execute(_SESSION)
+        return _rows_of(cursor, search)
 
 
 _apart: tuple[int, ThreadPoolExecutor] | None = None
