@@ -71,6 +71,15 @@ def _begin_with_setting(connection: BaseDatabaseWrapper, name: str, value: str) 
     runs both, and psycopg then finds the transaction open and does not begin another. Only
     for a plain ``BEGIN`` (no isolation level or read-only option on the connection) on an
     idle connection; the values are quoted by libpq.
+
+    The BEGIN, the setting and the block's first statement (an API key's lookup) could share
+    a round trip in psycopg's pipeline mode. That was measured in one process, alternating
+    24 blocks of 100 requests with and without it. It saved no time and cost the web process
+    CPU (medians per request):
+    - a document's GET: 1.34 ms without, 1.53 ms with;
+    - a recall: 3.66 ms without, 3.73 ms with;
+    - the prompt index and a create: the same either way.
+    Entering and leaving pipeline mode sends and flushes more than the round trip it spares.
     """
     raw = connection.connection
     if (
