@@ -44,7 +44,7 @@ def servers(django_db_setup: Any) -> Iterator[list[str]]:
         # DEBUG keeps the CSRF cookie usable over plain HTTP; it changes no limit.
         "DEBUG": "1", "LOG_LEVEL": "WARNING", "ALLOWED_HOSTS": f"127.0.0.1,{HOST}",
         "REDIS_CACHE_URL": CACHE_URL, "REDIS_CACHE_KEY_PREFIX": prefix,
-        # Per hour, so that a run never straddles two windows (see test below).
+        # Per hour, so that a run seldom straddles two windows (see the test below).
         "API_RATE_LIMIT": f"{API_LIMIT}/hour",
     }
     redis.Redis.from_url(CACHE_URL).ping()  # Redis is part of the test environment (.ci/run)
@@ -68,19 +68,29 @@ def alternating(servers: list[str], count: int) -> list[str]:
 
 def test_an_api_key_gets_exactly_its_limit_across_two_processes(servers: list[str]) -> None:
     tenant = TenantFactory(slug="limited")
-    key = ApiKeyFactory(tenant=tenant, name="k", permissions=["memory", "admin"]).plaintext
-    # The limit counts per fixed window; start far from the end of the hour's.
-    left = 3600 - time.time() % 3600
-    if left < 120:
-        time.sleep(left + 1)
-    statuses: dict[str, Counter[int]] = {base: Counter() for base in servers}
-    for base in alternating(servers, 2 * API_LIMIT):
-        response = httpx.get(f"{base}/api/v1/tenant", headers={"Authorization": f"Bearer {key}"})
-        statuses[base][response.status_code] += 1
+    # The limit counts per fixed window of the clock's hours. A run that straddles the end of
+    # one (the requests take a second or two) is run again with a new key, in the new window,
+    # rather than waiting for a safe moment beforehand.
+    for attempt in range(2):
+        key = ApiKeyFactory(tenant=tenant, name=f"k{attempt}",
+                            permissions=["memory", "admin"]).plaintext
+        window = int(time.time() // 3600)
+        statuses = requests_per_server(servers, key, 2 * API_LIMIT)
+        if int(time.time() // 3600) == window:
+            break
     total = sum(statuses.values(), Counter())
     assert total == {200: API_LIMIT, 429: API_LIMIT}, statuses
     # Each process answered half the requests, and refused some: the count is one.
     assert all(sum(s.values()) == API_LIMIT and s[429] for s in statuses.values()), statuses
+
+
+def requests_per_server(servers: list[str], key: str, count: int) -> dict[str, Counter[int]]:
+    """GET the tenant ``count`` times with ``key``, alternating servers; statuses by server."""
+    statuses: dict[str, Counter[int]] = {base: Counter() for base in servers}
+    for base in alternating(servers, count):
+        response = httpx.get(f"{base}/api/v1/tenant", headers={"Authorization": f"Bearer {key}"})
+        statuses[base][response.status_code] += 1
+    return statuses
 
 
 def sign_in(base: str, password: str) -> int:
