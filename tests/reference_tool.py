@@ -1,6 +1,6 @@
 """The SDK's reference memory tool, run the way the SDK's tool runner runs it.
 
-``BetaLocalFilesystemMemoryTool`` (anthropic 2.14.0) is the yardstick of the memory tool's
+``BetaLocalFilesystemMemoryTool`` (anthropic 2.16.0) is the yardstick of the memory tool's
 texts: the spec tests, the API's differential test and the domain's text tests all compare with
 it byte for byte. What the runner sends the model is ``tool_result_content(result)``, or
 ``tool_error_content(exc)`` with ``is_error``; any exception other than the tool's own

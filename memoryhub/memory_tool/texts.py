@@ -1,11 +1,11 @@
 """Every text of the memory tool, byte for byte as the reference implementation writes it.
 
 The contract says results and error texts equal those of ``BetaLocalFilesystemMemoryTool``
-(``anthropic.lib.tools._beta_builtin_memory_tool``, SDK 2.14.0) for the same commands on
-paths under ``/memories``. This module holds those texts as pure functions of plain data, so
-the service layer decides *what happened* and this module only says it. It does not import
-the SDK (a dev dependency); ``tests/domain/test_memory_tool_texts.py`` runs the real reference
-next to these functions.
+(``anthropic.lib.tools._beta_builtin_memory_tool``, SDK 2.16.0, the same file as in 2.14.0)
+for the same commands on paths under ``/memories``. This module holds those texts as pure
+functions of plain data, so the service layer decides *what happened* and this module only
+says it. It does not import the SDK (a dev dependency);
+``tests/domain/test_memory_tool_texts.py`` runs the real reference next to these functions.
 
 How the reference surfaces outcomes, and so what ``{"content", "is_error"}`` must carry:
 

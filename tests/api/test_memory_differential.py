@@ -1,6 +1,6 @@
 """The memory tool endpoint and the SDK's reference tool give the same texts, byte for byte.
 
-Each sequence of commands runs on ``BetaLocalFilesystemMemoryTool`` (anthropic 2.14.0) over a
+Each sequence of commands runs on ``BetaLocalFilesystemMemoryTool`` (anthropic 2.16.0) over a
 temporary directory and on ``POST /api/v1/users/{user_id}/memory``; every step's ``content``
 and ``is_error`` must match. The reference's outcome is what the SDK's tool runner sends the
 model: ``tool_result_content(result)``, or ``tool_error_content(exc)`` with ``is_error``
