@@ -80,29 +80,32 @@ def _ensure_memory_settings(cluster: Cluster, pgdata: Path) -> None:
     pg_ctl(["-w", "restart", "-m", "fast"], pgdata=pgdata, user=user, timeout=60)
 
 
-def ensure_roles(cluster: Cluster) -> None:
-    with psycopg.connect(cluster.superuser_conninfo(), autocommit=True) as conn:
-        for role in (OWNER_ROLE, APP_ROLE):
-            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
-            if not exists:
-                # Local socket with trust auth: the roles need no password here.
-                try:
-                    conn.execute(
-                        sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE").format(
-                            sql.Identifier(role)
-                        )
-                    )
-                except psycopg.errors.DuplicateObject:  # another process won the race
-                    pass
+def _ensure_roles(conn: psycopg.Connection) -> None:
+    """Create the two roles; the caller holds the setup lock.
+
+    Without the lock, two processes starting together both see no role and both create it,
+    and the loser fails on the catalog's unique index (a UniqueViolation, not the
+    DuplicateObject one would catch).
+    """
+    for role in (OWNER_ROLE, APP_ROLE):
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
+            # Local socket with trust auth: the roles need no password here.
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE").format(
+                    sql.Identifier(role)
+                )
+            )
 
 
 def ensure_database(cluster: Cluster, dbname: str, *, recreate: bool = False) -> None:
-    """Create ``dbname`` owned by the owner role, with the extensions only a superuser may add."""
-    ensure_roles(cluster)
+    """Create the roles and ``dbname`` owned by the owner role, with the extensions only a
+    superuser may add."""
     with psycopg.connect(cluster.superuser_conninfo(), autocommit=True) as conn:
         # Every process of a server (gunicorn's workers) runs this as it starts: one at a
-        # time, or two GRANTs on one object fail with "tuple concurrently updated".
+        # time, or two GRANTs on one object fail with "tuple concurrently updated" and two
+        # CREATE ROLEs with a unique violation. The lock ends with the connection.
         conn.execute("SELECT pg_advisory_lock(%s)", [_SETUP_LOCK])
+        _ensure_roles(conn)
         _ensure_database(cluster, conn, dbname, recreate=recreate)
 
 
