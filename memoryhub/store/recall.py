@@ -445,7 +445,10 @@ def _statement(vector: bool, terms: bool, threshold: bool) -> str:
         config=SEARCH_CONFIG, visible=_VISIBLE, score=_SCORE,
         passage=Passage._meta.db_table, document=MemoryDocument._meta.db_table,
         passage_tenant=tenant_is("p", param=_TENANT),
-        document_tenant=tenant_is("d", param=_TENANT),
+        # The person's own documents only, as the passages already are: without it the
+        # planner sized the join by the tenant's documents and read them all (15 people of
+        # 200 documents: server CPU 8.55 -> 7.25 ms per recall; 100 such people: unchanged).
+        document_tenant=tenant_is("d", param=_TENANT) + " AND d.end_user_id = %(end_user)s",
         vector=_VECTOR_SIMILARITY if vector else "NULL::float8",
         exact=_EXACT_SHARE if terms else "0::float8",
         fuzzy=_FUZZY_SHARE if terms else "0::float8",
