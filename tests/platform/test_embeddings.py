@@ -33,6 +33,7 @@ from memoryhub.infra.embeddings import (
     provider_key,
     warm_up_in_background,
 )
+from memoryhub.infra.embeddings import hashing
 from memoryhub.infra.embeddings.hashing import HashingProvider
 from memoryhub.infra.embeddings.local import (
     LocalOnnxProvider,
@@ -89,6 +90,19 @@ def test_hashing_recipe_is_pinned() -> None:
     vector = np.array(HashingProvider(384).embed(["vegetarian"])[0])
     assert sorted(np.argsort(-np.abs(vector))[:3].tolist()) == [31, 166, 290]
     assert np.isclose(np.abs(vector).max(), 0.48182281)
+
+
+def test_hashing_gives_the_same_vectors_after_its_bucket_memory_empties(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The features' buckets are remembered in a bounded dict, emptied when full: a text
+    embedded across a clearing gets the vector it gets from a fresh process."""
+    texts = ["She is vegetarian and lives in Berlin.", "vegetarians in Berlin", "Berlin"]
+    expected = HashingProvider(64).embed(texts)
+    monkeypatch.setattr(hashing, "_BUCKETS_KEPT", 5)
+    hashing._buckets(64).clear()
+    assert HashingProvider(64).embed(texts) == expected
+    assert 0 < len(hashing._buckets(64)) <= 5
 
 
 def test_hashing_normalises_case_and_unicode_forms() -> None:

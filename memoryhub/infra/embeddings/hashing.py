@@ -20,7 +20,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -66,13 +66,19 @@ class HashingProvider:
             raise TypeError("embed() takes a sequence of texts, not a single string")
         if not texts:
             return []
-        matrix = np.stack([self._vector(text) for text in texts])
+        matrix = np.array([self._vector(text) for text in texts], dtype=np.float64)
         return l2_normalise(matrix).tolist()
 
-    def _vector(self, text: str) -> np.ndarray:
-        vector = np.zeros(self.dimension, dtype=np.float64)
+    def _vector(self, text: str) -> list[float]:
+        # Summed in a list, not an array: a NumPy element update costs several times a
+        # float's (the same doubles, added in the same order, so the same vector).
+        vector = [0.0] * self.dimension
+        buckets = _buckets(self.dimension)
         for feature, weight in _weighted_features(_words(text)).items():
-            bucket, sign = _bucket(feature, self.dimension)
+            found = buckets.get(feature)
+            if found is None:
+                found = _bucket_remembered(buckets, feature, self.dimension)
+            bucket, sign = found
             vector[bucket] += sign * weight
         return vector
 
@@ -86,31 +92,51 @@ def _weighted_features(words: list[str]) -> dict[str, float]:
     """Feature -> weight, with sublinear term frequency (1 + ln tf)."""
     content = [word for word in words if word not in _STOPWORDS]
     families = (
-        (_WEIGHT_WORD, (f"w:{word}" for word in content)),
-        (_WEIGHT_WORD * _WEIGHT_STOPWORD, (f"w:{w}" for w in words if w in _STOPWORDS)),
+        (_WEIGHT_WORD, [f"w:{word}" for word in content]),
+        (_WEIGHT_WORD * _WEIGHT_STOPWORD, [f"w:{w}" for w in words if w in _STOPWORDS]),
         # Bigrams keep stop words: "is not" and "is" differ where it matters.
-        (_WEIGHT_BIGRAM, (f"b:{a} {b}" for a, b in zip(words, words[1:], strict=False))),
-        (_WEIGHT_CHARS, (f"c:{gram}" for word in content for gram in _char_ngrams(word))),
+        (_WEIGHT_BIGRAM, [f"b:{a} {b}" for a, b in zip(words, words[1:], strict=False)]),
+        (_WEIGHT_CHARS, [gram for word in content for gram in _char_ngrams(word)]),
     )
     weights: dict[str, float] = {}
     for family_weight, features in families:
         for feature, count in Counter(features).items():
-            weights[feature] = family_weight * (1.0 + math.log(count))
+            # Most features occur once, and 1 + ln 1 is exactly 1.0: no log to take.
+            weights[feature] = family_weight if count == 1 else family_weight * (1.0 + math.log(count))
     return weights
 
 
-def _char_ngrams(word: str) -> Iterable[str]:
+def _char_ngrams(word: str) -> list[str]:
+    """The word's character n-grams as features (``c:`` and the n-gram)."""
     # Padding marks word starts and ends, so " veg" (a prefix) differs from "veg" inside.
     padded = f" {word} "
-    for size in _CHAR_NGRAM_SIZES:
-        for start in range(len(padded) - size + 1):
-            yield padded[start : start + size]
+    return [
+        "c:" + padded[start : start + size]
+        for size in _CHAR_NGRAM_SIZES for start in range(len(padded) - size + 1)
+    ]
 
 
-@functools.lru_cache(maxsize=65536)
 def _bucket(feature: str, dimension: int) -> tuple[int, float]:
     """Stable (bucket, sign) for a feature; the sign bit makes collisions cancel on average."""
     digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
     value = int.from_bytes(digest, "little")
     sign = 1.0 if value >> 63 else -1.0
     return value % dimension, sign
+
+
+# The features seen lately and their buckets, per dimension. A plain dict, not lru_cache:
+# its lookup is a third of lru_cache's two-argument one, on every feature of every text.
+# Emptied when full, so it is bounded and common words come back at once.
+_BUCKETS_KEPT = 65536
+
+
+@functools.cache
+def _buckets(dimension: int) -> dict[str, tuple[int, float]]:
+    return {}
+
+
+def _bucket_remembered(buckets: dict[str, tuple[int, float]], feature: str, dimension: int) -> tuple[int, float]:
+    if len(buckets) >= _BUCKETS_KEPT:
+        buckets.clear()
+    found = buckets[feature] = _bucket(feature, dimension)
+    return found
