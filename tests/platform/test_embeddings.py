@@ -28,12 +28,12 @@ from memoryhub.infra.embeddings import (
     EmbeddingProvider,
     _cached_provider,
     get_provider,
+    hashing,
     l2_normalise,
     provider_from_config,
     provider_key,
     warm_up_in_background,
 )
-from memoryhub.infra.embeddings import hashing
 from memoryhub.infra.embeddings.hashing import HashingProvider
 from memoryhub.infra.embeddings.local import (
     LocalOnnxProvider,
