@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.functional import cached_property
+from rest_framework import exceptions
 from rest_framework.exceptions import APIException
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
@@ -45,6 +46,7 @@ from api.authentication import (
 from api.errors import ApiError
 from api.middleware import API_PREFIX
 from memoryhub.errors import echo
+from memoryhub.identifiers import is_user_id
 from memoryhub.models import EndUser
 from tenants.context import tenant_context
 from tenants.models import ApiKey, Tenant
@@ -103,10 +105,11 @@ class TenantAPIView(APIView):
             raise ApiError(400, "invalid_request",
                            f"Give each query parameter once: {echo(', '.join(repeated))}.")
 
-    def person_named(self, request: Request) -> str | None:
-        """The ``user_id`` of the person this request is about, asked before authentication so
-        that the key's statement loads them: the URL's. A surface whose requests name the
-        person elsewhere (mem0's bodies, api/mem0) says where."""
+    def person_named(self, request: Request) -> object:
+        """The ``user_id`` of the person this request is about, as the request names it (None:
+        it names no one), asked before authentication so that the key's statement loads them:
+        the URL's. A surface whose requests name the person elsewhere (mem0's bodies, any JSON
+        value, api/mem0) says where."""
         user_id = self.kwargs.get("user_id")
         return user_id if isinstance(user_id, str) else None
 
@@ -133,9 +136,12 @@ class TenantAPIView(APIView):
                 # settings: UNAUTHENTICATED_USER is None (the stubs know only Django's users)
                 request.user = request.auth = None  # type: ignore[assignment]
                 return
-            user_id = self.person_named(request)  # unvalidated here: the handler checks it
-            locked = user_id is not None and self.writes_end_user(request)
-            found = key_authenticate(parsed, user_id=user_id, lock_person=locked,
+            user_id = self.person_named(request)  # the handler answers a malformed one: 400
+            # Only a well-formed user_id reaches the key's statement: no person has any other
+            # (and PostgreSQL refuses a NUL in a parameter with an error, not an empty row).
+            person = user_id if is_user_id(user_id) else None
+            locked = person is not None and self.writes_end_user(request)
+            found = key_authenticate(parsed, user_id=person, lock_person=locked,
                                      writes=not self.reads_only(request))
             if found.principal.user_id is not None and user_id is None and not self.serves_bound_keys:
                 raise OtherPersonRefused("This API key is bound to one end user; this endpoint "
@@ -146,6 +152,15 @@ class TenantAPIView(APIView):
         # An API request's user is its key's principal, not a Django user (the stubs' type).
         request.user, request.auth = found.principal, found.key  # type: ignore[assignment]
         self.end_user, self.end_user_locked = found.end_user, locked
+
+    def permission_denied(self, request: Request, message: str | None = None,
+                          code: str | None = None) -> NoReturn:
+        # DRF tells 401 from 403 by asking its authenticators again (a second key lookup),
+        # which take Bearer alone: a key this view accepted in another scheme (mem0's Token)
+        # looked absent, and lacking a permission gave 401. The key this view accepted decides.
+        if request.auth is None:
+            raise exceptions.NotAuthenticated()
+        raise exceptions.PermissionDenied(detail=message, code=code)
 
     def raise_uncaught_exception(self, exc: Exception) -> NoReturn:
         # DRF's DEBUG branch reads request.accepted_renderer, which is unset when the failure

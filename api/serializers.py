@@ -155,9 +155,21 @@ def decode_cursor(raw: str | None, arity: int) -> tuple[Any, ...] | None:
         key = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
     except (ValueError, UnicodeError, binascii.Error):
         key = None
-    if not isinstance(key, list) or len(key) != arity or not all(isinstance(k, str) for k in key):
+    if not isinstance(key, list) or len(key) != arity or not all(map(_cursor_part, key)):
         raise ApiError(400, "invalid_cursor", "cursor must be a next_cursor this API returned.")
     return tuple(key)
+
+
+def _cursor_part(value: object) -> bool:
+    """A string a statement can take: JSON also spells a NUL and lone surrogates, which no
+    key of ours holds and which PostgreSQL and UTF-8 refuse with an error (a 500)."""
+    if not isinstance(value, str) or "\x00" in value:
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse_page(query: Mapping[str, str], arity: int) -> Page:

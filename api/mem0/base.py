@@ -40,12 +40,13 @@ class Mem0View(TenantAPIView):
     serves_bound_keys = True  # the person is not in the URL; see the module's docstring
     person_in: Literal["url", "body", "query", "nowhere"] = "url"
     schema = None  # mem0's API: not in /api/schema/ (api/mem0/views.py)
-    # The person's user_id as the request names it (or the bound key's), unvalidated.
-    person_id: str | None = None
-    _named: str | None = None
+    # The person's user_id as the request names it (or the bound key's), unvalidated: any
+    # JSON value a body holds. Only naming no one at all gives a bound key's person.
+    person_id: object = None
+    _named: object = None
     _body_error: APIException | None = None
 
-    def person_named(self, request: Request) -> str | None:
+    def person_named(self, request: Request) -> object:
         if self.person_in == "body":
             # Parsed before the key is checked (MemoryToolView does the same, for its lock):
             # a body DRF cannot parse is kept for the handler to answer, after the 401.
@@ -54,7 +55,7 @@ class Mem0View(TenantAPIView):
             except APIException as exc:
                 self._body_error = exc
         elif self.person_in == "query":
-            self._named = request.query_params.get("user_id") or None
+            self._named = request.query_params.get("user_id")  # "" is named, and malformed
         elif self.person_in == "url":
             self._named = super().person_named(request)
         return self._named

@@ -66,14 +66,14 @@ def named_entities(body: object) -> dict[str, object]:
     return named
 
 
-def person_of(body: object) -> str | None:
-    """The ``user_id`` a body names, when it is readable as one; None otherwise (the handler
-    then says what is wrong with ``named_entities``)."""
+def person_of(body: object) -> object:
+    """The ``user_id`` a body names, whatever JSON value it is (checked later: a malformed one
+    is 400, never the bound key's person); None when it names none or cannot be read (the
+    handler then says what is wrong with ``named_entities``)."""
     try:
-        user_id = named_entities(body).get("user_id")
+        return named_entities(body).get("user_id")
     except ApiError:
         return None
-    return user_id if isinstance(user_id, str) else None
 
 
 def moment(timestamp: float | None) -> datetime | None:

@@ -37,7 +37,7 @@ from memoryhub.services.augmentation import augmentation_schedule
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.events import conversation_deleted_event
 from memoryhub.services.facts import facts_sources_drop
-from memoryhub.services.metadata import metadata_checked
+from memoryhub.services.metadata import metadata_checked, metadata_rewritten
 from memoryhub.services.passages import record_embedding_schedule
 from memoryhub.store.conversations import capture_state, messages_store
 from memoryhub.store.end_users import end_user_find
@@ -142,14 +142,14 @@ def _created_at(value: object, where: str) -> datetime | None:
         return None
     try:
         parsed = parse_datetime(value) if isinstance(value, str) and len(value) <= 64 else None
-    except ValueError:  # well formed, but no such time (month 13)
-        parsed = None
-    if parsed is None:
-        raise CaptureRefusal("invalid_message",
-                             f"{where}.created_at must be an ISO 8601 time, e.g. 2026-11-06T17:02:11Z.")
-    if timezone.is_naive(parsed):
-        parsed = parsed.replace(tzinfo=UTC)  # the contract's times are UTC
-    return parsed.astimezone(UTC)  # answered as stored: in UTC
+        if parsed is not None:
+            if timezone.is_naive(parsed):
+                parsed = parsed.replace(tzinfo=UTC)  # the contract's times are UTC
+            return parsed.astimezone(UTC)  # answered as stored: in UTC
+    except (ValueError, OverflowError):  # no such time (month 13), or past year 9999 in UTC
+        pass
+    raise CaptureRefusal("invalid_message",
+                         f"{where}.created_at must be an ISO 8601 time, e.g. 2026-11-06T17:02:11Z.")
 
 
 # --- capture ---------------------------------------------------------------------------------
@@ -235,12 +235,29 @@ def _apply_policy(
         if message.client_id:
             seen.add(message.client_id)
         content, replaced = redacted(policy, message.content)
-        if replaced:
+        metadata, replaced_in_metadata = _metadata_redacted(policy, message.metadata)
+        if replaced or replaced_in_metadata:
             result.redacted += 1
             message = IncomingMessage(message.role, content, message.client_id,
-                                      message.created_at, message.metadata)
+                                      message.created_at, metadata)
         kept.append(message)
     return kept
+
+
+def _metadata_redacted(
+    policy: CapturePolicy, metadata: dict[str, Any]
+) -> tuple[dict[str, Any], int]:
+    """The message's metadata redacted as its content is (its keys and strings), and how many
+    replacements that made: history keeps no secret, wherever the app put it."""
+    count = 0
+
+    def rewrite(text: str) -> str:
+        nonlocal count
+        text, found = redacted(policy, text)
+        count += found
+        return text
+
+    return metadata_rewritten(metadata, rewrite), count
 
 
 def _append(

@@ -38,6 +38,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Sequence
 
+from django.db import OperationalError
 from django.db.models import Q
 from django.utils import timezone
 
@@ -117,13 +118,25 @@ def end_user_get_or_create(*, tenant: Tenant, user_id: str) -> EndUser:
     """The end user, created on first write; returns it holding the person's write lock.
 
     Race-safe: ``INSERT ... ON CONFLICT DO NOTHING`` waits for a concurrent insert of the same
-    person to commit, and the ``SELECT`` after it (a new statement) then sees that row.
+    person to commit, and the ``SELECT`` after it (a new statement) then sees that row. A
+    forget can delete that row before the ``SELECT`` locks it (it waits for the forget, then
+    finds nothing): then the person is created again, so the write lands after the forget on
+    a new, empty person, as ``end_user_forget`` promises.
     """
     found = end_user_find(user_id=user_id, for_update=True)
-    if found is not None:
-        return found
-    EndUser.objects.bulk_create([EndUser(tenant=tenant, user_id=user_id)], ignore_conflicts=True)
-    return EndUser.objects.select_for_update(no_key=True).get(user_id=user_id)
+    for _ in range(_CREATE_TRIES):
+        if found is not None:
+            return found
+        EndUser.objects.bulk_create([EndUser(tenant=tenant, user_id=user_id)],
+                                    ignore_conflicts=True)
+        found = end_user_find(user_id=user_id, for_update=True)
+    if found is None:  # forgotten again each time: the database's retry, 503 with Retry-After
+        raise OperationalError(f"end user {user_id!r} was deleted as often as it was created")
+    return found
+
+
+# Each try lost only to a forget that committed in between: one more is almost always enough.
+_CREATE_TRIES = 5
 
 
 def _lock(end_user: EndUser) -> EndUser:
@@ -188,7 +201,10 @@ def description_check(description: object) -> str | None:
     return description
 
 
-def _credential_check(*texts: str | None) -> None:
+def credential_check(*texts: str | None) -> None:
+    """``CredentialDetected`` when one of the texts is shaped like a credential (documents'
+    and facts' rule, whoever writes them: the content, and the path, description, triple or
+    metadata stored and shown beside it)."""
     for text in texts:
         name = find_credential(text) if text else None
         if name is not None:
@@ -208,7 +224,7 @@ def _write_checks(
 ) -> int:
     """Every rule a new content must pass, cheapest first; returns its UTF-8 size."""
     text_check(content)
-    _credential_check(content)
+    credential_check(content)
     size = len(content.encode("utf-8"))
     document_size_check(tenant=writer.tenant, label=label, size=size)
     try:
@@ -380,7 +396,7 @@ def document_put(
             )
         if conflict is not None:
             raise _under_a_document(conflict, path)
-    _credential_check(canonical, description)
+    credential_check(canonical, description)
     size = _write_checks(
         writer=writer, end_user=end_user, location=location, label=path, content=content,
         old_bytes=existing.bytes if existing else 0, scope_bytes=used,
@@ -437,7 +453,7 @@ def memory_create(
     if conflict is not None:
         raise _under_a_document(conflict, label)
     description = description_check(description)
-    _credential_check(path, description)
+    credential_check(path, description)
     size = _write_checks(
         writer=writer, end_user=end_user, location=location, label=label, content=content,
         old_bytes=0, scope_bytes=used,
@@ -547,7 +563,7 @@ def memory_rename(
     conflict, _ = _path_conflict(end_user=end_user, location=location, path=new)
     if conflict is not None and conflict not in ("exists", "directory"):
         raise _under_a_document(conflict, new_label)
-    _credential_check(new)
+    credential_check(new)
     if source is not None:
         moves = [(source, new)]
     else:

@@ -34,14 +34,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memoryhub.augmentation.base import Candidate, candidate_key
-from memoryhub.credentials import credential_message, find_credential
-from memoryhub.errors import CredentialDetected, FactTooLarge, NotText, VersionMismatch
+from memoryhub.errors import FactTooLarge, NotText, VersionMismatch
 from memoryhub.facts import MAX_FACT_BYTES, OPPOSITES, contradicts, normalized_text
 from memoryhub.models import Actor, EndUser, Fact, FactEvent, FactSourceKey, FactVersion, Message
 from memoryhub.selectors.documents import memory_disabled_reason
-from memoryhub.services.documents import memory_disabled_error, text_check
+from memoryhub.services.documents import credential_check, memory_disabled_error, text_check
 from memoryhub.services.events import fact_changed_event
-from memoryhub.services.metadata import metadata_checked
+from memoryhub.services.metadata import metadata_checked, metadata_texts
 from memoryhub.services.passages import record_embedding_schedule
 from memoryhub.store.facts import fact_nearest
 from tenants.models import Tenant
@@ -55,9 +54,7 @@ def fact_content_check(content: object) -> str:
     text = text_check(content)
     if not text.strip():
         raise NotText("Error: a fact's content must not be empty.")
-    name = find_credential(text)
-    if name is not None:
-        raise CredentialDetected(credential_message(name))
+    credential_check(text)
     size = len(text.encode("utf-8"))
     if size > MAX_FACT_BYTES:
         raise FactTooLarge(f"Error: the fact is {size} bytes, over the limit of {MAX_FACT_BYTES} "
@@ -134,6 +131,7 @@ def fact_create(*, tenant: Tenant, end_user: EndUser, data: FactInput, actor: st
         raise memory_disabled_error(reason)
     data.content = fact_content_check(data.content)
     data.metadata = metadata_checked(data.metadata, "metadata")
+    credential_check(data.subject, data.predicate, data.object, *metadata_texts(data.metadata))
     existing = _valid_duplicate(end_user, normalized_text(data.content))
     if existing is not None:
         return existing, False
@@ -166,6 +164,7 @@ def fact_update(
         fact.confidence, changed = confidence, True
     if metadata is not UNSET:
         metadata = metadata_checked(metadata, "metadata")
+        credential_check(*metadata_texts(metadata))
         if metadata != fact.metadata:
             fact.metadata, changed = metadata, True
     invalidated = False

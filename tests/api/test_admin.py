@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memoryhub.models import Profile
 from tenants.context import tenant_context
 from tenants.models import AuditEntry
@@ -73,11 +75,18 @@ def test_invalid_profile_name_and_body_are_400(acme, globex) -> None:
         assert response.json()["error"]["code"] == "invalid_request"
 
 
-def test_bad_cursor_and_limit_are_400(acme, globex) -> None:
+# Cursors of our shape holding what no key holds: ["u\u0000"], ["\ud800"].
+NUL_CURSOR, SURROGATE_CURSOR = "WyJ1XHUwMDAwIl0", "WyJcdWQ4MDAiXQ"
+
+
+@pytest.mark.parametrize("url", ["/api/v1/profiles", "/api/v1/users"])
+def test_bad_cursor_and_limit_are_400(acme, globex, url) -> None:
     for query, code in (({"cursor": "nope"}, "invalid_cursor"), ({"cursor": "WzFd"}, "invalid_cursor"),
+                        ({"cursor": NUL_CURSOR}, "invalid_cursor"),
+                        ({"cursor": SURROGATE_CURSOR}, "invalid_cursor"),
                         ({"limit": "0"}, "invalid_limit"), ({"limit": "1001"}, "invalid_limit"),
                         ({"limit": "x"}, "invalid_limit")):
-        response = acme.client.get("/api/v1/profiles", query)
+        response = acme.client.get(url, query)
         assert (response.status_code, response.json()["error"]["code"]) == (400, code), query
 
 

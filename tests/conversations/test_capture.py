@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -104,6 +105,10 @@ BAD_BATCHES = {
     "bad created_at": ([user("ok"), user("x", created_at="yesterday")], 400, "invalid_message"),
     "no such time": ([user("ok"), user("x", created_at="2026-13-45T00:00:00Z")], 400,
                      "invalid_message"),
+    "past year 9999 in UTC": ([user("ok"), user("x", created_at="9999-12-31T23:59:59-23:59")],
+                              400, "invalid_message"),
+    "before year 1 in UTC": ([user("ok"), user("x", created_at="0001-01-01T00:00:00+23:59")],
+                             400, "invalid_message"),
     "metadata not object": ([user("ok"), user("x", metadata=[1])], 400, "invalid_message"),
     "metadata over 4 KiB": ([user("ok"), user("x", metadata={"k": "v" * 4100})], 400,
                             "invalid_message"),
@@ -125,6 +130,19 @@ def test_one_refused_message_stores_none(acme, name: str) -> None:
 def test_a_body_without_a_messages_list_is_invalid_message(acme, body) -> None:
     response = acme.client.post(capture_url(), body, format="json")
     assert error_of(response) == (400, "invalid_message")
+
+
+def test_metadata_is_measured_as_compact_json_and_its_numbers_must_be_finite(acme) -> None:
+    def send(metadata: bytes) -> Any:
+        raw = b'{"messages": [{"role": "user", "content": "x", "metadata": ' + metadata + b"}]}"
+        return acme.client.post(capture_url(), raw, content_type="application/json")
+
+    exactly_4_kib = b'{"k": "' + b"a" * 4088 + b'"}'  # 4,096 bytes compact, as sent
+    assert send(exactly_4_kib).status_code == 201
+    assert error_of(send(b'{"k": "' + b"a" * 4089 + b'"}')) == (400, "invalid_message")
+    for number in (b"1e400", b"-1e400"):  # past a double's range: Python reads infinity
+        assert error_of(send(b'{"n": ' + number + b"}")) == (400, "invalid_message")
+    assert len(stored(acme)) == 1
 
 
 def test_invalid_utf8_is_not_text(acme) -> None:
@@ -265,6 +283,19 @@ def test_several_secrets_in_one_message_count_it_once(acme) -> None:
                     user("clean"))
     assert reply["redacted"] == 1
     assert stored(acme)[0]["content"] == "[redacted credential] and [redacted credential]"
+
+
+def test_metadata_is_redacted_like_the_content(acme) -> None:
+    tenant_set(acme, capture_redact=["(?i)project falcon"])
+    secret = SECRETS["github_classic"]
+    metadata = {"note": f"token {secret}", "tags": ["ok", {"deep": "Project Falcon"}],
+                secret: 1, "n": 2}
+    reply = capture(acme, user("clean", metadata=metadata), user("also clean"))
+    assert reply["redacted"] == 1
+    assert stored(acme)[0]["metadata"] == {
+        "note": "token [redacted credential]", "tags": ["ok", {"deep": "[redacted]"}],
+        "[redacted credential]": 1, "n": 2}
+    assert stored(acme)[1]["metadata"] == {}
 
 
 def test_a_redaction_pattern_replaces_each_match(acme) -> None:

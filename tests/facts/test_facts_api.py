@@ -128,6 +128,16 @@ def test_content_rules_refuse_with_422(acme, content: str, code: str) -> None:
     assert patched.status_code == 422 and patched.json()["error"]["code"] == code
 
 
+@pytest.mark.parametrize("field", ["subject", "predicate", "object"])
+def test_a_credential_in_a_facts_triple_is_refused_too(acme, field: str) -> None:
+    body = {"content": "User keeps a key", "type": "triple", "subject": "user",
+            "predicate": "keeps", "object": "a key", field: "AKIAIOSFODNN7EXAMPLE"}
+    response = acme.client.post(FACTS, body, format="json")
+    assert response.status_code == 422, response.content
+    assert response.json()["error"]["code"] == "credential_detected"
+    assert acme.client.get(FACTS).json()["facts"] == []
+
+
 def test_a_fact_of_2000_bytes_is_accepted(acme) -> None:
     assert create(acme, "x" * 2000)["content"] == "x" * 2000
 

@@ -16,6 +16,10 @@ def operator_tenant(slug: str) -> str:
 
 
 def bound_key(slug: str, user_id: str) -> str:
+    return operator_key(slug, "memory", "--user", user_id)
+
+
+def operator_key(slug: str, permissions: str, *options: str) -> str:
     out = io.StringIO()
-    call_command("create_api_key", slug, "--permissions", "memory", "--user", user_id, stdout=out)
+    call_command("create_api_key", slug, "--permissions", permissions, *options, stdout=out)
     return json.loads(out.getvalue())["api_key"]

@@ -24,7 +24,7 @@ from mem0.exceptions import (
     ValidationError,
 )
 
-from tests.integrations.keys import bound_key, operator_tenant
+from tests.integrations.keys import bound_key, operator_key, operator_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -268,6 +268,19 @@ def test_a_bound_key_reaches_only_its_person(live_server) -> None:
         with pytest.raises(AuthenticationError):
             bob.delete_all(user_id=user)
     assert admin.get(alices)["memory"] == "I am vegetarian."
+    # A user_id that is not one is refused, never read as the key's own person.
+    with raw(live_server, bound_key("initech", "bob")) as http:
+        for named in (5, ["bob"], {"in": ["bob"]}, "", "bo\x00b"):
+            for path, body in (("/v3/memories/add/", {"messages": [{"role": "user",
+                                                                     "content": "I hate tea."}],
+                                                       "user_id": named, "infer": False}),
+                               ("/v3/memories/search/", {"query": "tea",
+                                                         "filters": {"user_id": named}})):
+                response = http.post(path, json=body)
+                assert response.status_code == 400, (path, named, response.text)
+        for user_id in ("", "bo%00b"):
+            assert http.delete(f"/v1/memories/?user_id={user_id}").status_code == 400
+    assert [m["id"] for m in bob.get_all(filters={"user_id": "bob"})["results"]] == [own]
 
 
 def test_errors_have_mem0s_shape_and_the_rest_apis_status(live_server) -> None:
@@ -281,6 +294,8 @@ def test_errors_have_mem0s_shape_and_the_rest_apis_status(live_server) -> None:
         (lambda: client.add("hi", infer=False), 400),  # nobody named
         (lambda: client.add("hi", user_id="no spaces", infer=False), 400),
         (lambda: client.add("my key is sk-ant-api03-" + "a" * 90, user_id="a", infer=False), 422),
+        (lambda: client.add("I like tea.", user_id="a", infer=False,
+                            metadata={"key": "sk-ant-api03-" + "a" * 90}), 422),
         (lambda: client.search("tea", filters={"user_id": "a", "created_at": {"gte": 1}}), 400),
         (lambda: client.search("tea", filters={"user_id": "a"}, top_k=51), 400),
         (lambda: client.get_all(filters={"user_id": "a"}, page_size=1001), 400),
@@ -320,6 +335,11 @@ def test_errors_have_mem0s_shape_and_the_rest_apis_status(live_server) -> None:
         bearer = httpx.get(f"{live_server.url}/mem0/v1/ping/",
                            headers={"Authorization": f"Bearer {key}"})
         assert bearer.json()["org_id"] == "initech"
+    # A key the client sends as it always does (Token) but without the memory permission.
+    with raw(live_server, operator_key("initech", "admin")) as http:
+        refused = http.get("/v1/ping/")
+        assert refused.status_code == 403
+        assert refused.json() == {"detail": "This API key lacks the 'memory' permission."}
 
 
 def test_mem0s_api_is_left_out_of_the_openapi_schema(client, db) -> None:

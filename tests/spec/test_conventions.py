@@ -113,7 +113,7 @@ def test_every_non_tool_error_has_the_error_body(acme, globex) -> None:
 
 GOOD_USER_IDS = ["a", "A-Z.a_z@0:9+|-", "x" * 128, "user@example.com", "tenant:42|7"]
 BAD_USER_IDS = ["x" * 129, "has space", "slash%2Fin", "é", "semi;colon", "quote'", "star*",
-                "percent%25", "tilde~", "hash%23"]
+                "percent%25", "tilde~", "hash%23", "nul%00", "tab%09"]
 
 
 def user_urls(user_id: str) -> list[tuple[str, str, Any]]:

@@ -1,0 +1,74 @@
+"""A write that creates its person while another request forgets them: the write lands on a
+new, empty person (``end_user_get_or_create``), never an error.
+
+The interleaving that once failed, made to happen with real transactions on three
+connections: the writer finds no person; another request creates them and commits; the
+writer's insert then does nothing (the row exists); a forget deletes the row; the writer's
+lock of the row waits for the forget and finds nothing. Django's ``execute_wrapper`` runs the
+other requests' steps between the writer's statements.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from memoryhub.models import Actor, EndUser
+from memoryhub.services.documents import end_user_get_or_create
+from memoryhub.services.people import end_user_forget
+from tenants.context import tenant_context
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the three must commit for real
+
+
+def _in_thread(work: Callable[[], Any]) -> Any:
+    """``work`` on a connection of its own (a thread has its own), closed after."""
+    def run() -> Any:
+        try:
+            return work()
+        finally:
+            connections.close_all()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(run).result(timeout=30)
+
+
+def test_a_person_forgotten_between_insert_and_lock_is_created_again(acme) -> None:
+    tenant = acme.tenant
+    forget_started, forget_done = threading.Event(), threading.Event()
+    statements: list[str] = []
+
+    created: list[int] = []
+
+    def create_elsewhere() -> None:
+        with tenant_context(tenant.id):
+            created.append(EndUser.objects.create(tenant=tenant, user_id="alice").pk)
+
+    def forget_slowly() -> None:
+        """Holds the deleted row's lock until the writer waits on it, then commits."""
+        with tenant_context(tenant.id):
+            assert end_user_forget(tenant=tenant, user_id="alice", actor=Actor.APP)
+            forget_started.set()
+            threading.Event().wait(0.5)  # the writer's lock statement is waiting by now
+        forget_done.set()
+
+    def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append(sql)
+        if "ON CONFLICT" in sql and not created:  # the person appears just before the insert
+            _in_thread(create_elsewhere)
+        elif len(statements) > 1 and "FOR NO KEY UPDATE" in sql and not forget_started.is_set():
+            threading.Thread(target=lambda: _in_thread(forget_slowly)).start()
+            forget_started.wait(10)
+        return execute(sql, params, many, context)
+
+    with tenant_context(tenant.id), connection.execute_wrapper(between):
+        person = end_user_get_or_create(tenant=tenant, user_id="alice")
+    assert forget_done.wait(10), "the forget never committed"
+    assert forget_started.is_set() and len(created) == 1, statements  # it did interleave
+    assert person.user_id == "alice" and person.pk != created[0]  # a new, empty person
+    with tenant_context(tenant.id):
+        assert list(EndUser.objects.values_list("pk", flat=True)) == [person.pk]
