@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import io
 import threading
-from collections.abc import Iterable, Iterator
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -28,7 +27,6 @@ from django.http import (
     HttpResponse,
     HttpResponseBase,
     JsonResponse,
-    StreamingHttpResponse,
 )
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.transport_security import TransportSecuritySettings
@@ -129,6 +127,16 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
                                status=429)
         limited["Retry-After"] = str(max(1, round(retry_after)))
         return limited
+    if request.method == "GET":
+        # A GET asks for a stream of the server's own messages. Stateless, the server has
+        # none to send, but the SDK held the stream open (pings only) and with it one of
+        # the web server's few threads for as long as the client stayed: four clients
+        # stopped the service. The transport lets a server without that stream answer 405.
+        refused = JsonResponse(error_body(
+            "method_not_allowed", "This MCP server sends no stream of its own: POST requests "
+            "to /mcp, each answered with one JSON body."), status=405)
+        refused["Allow"] = "POST, DELETE"
+        return refused
     environ = dict(request.META)  # a WSGI request's META is its environ
     body = request.body  # within DATA_UPLOAD_MAX_MEMORY_SIZE (the API's body limit)
     environ.update({"wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)),
@@ -138,14 +146,11 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
     def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
         started.update(status=int(status.split(" ", 1)[0]), headers=headers)
 
-    chunks: Iterator[bytes] = iter(mcp_server().wsgi(environ, start_response))  # type: ignore[arg-type]
-    first = next(chunks, b"")  # the app has started its response by its first chunk
+    # Every answer, stateless and in JSON mode without GET's stream, is one JSON body (or
+    # none): read whole, it is sent with its length.
+    body = b"".join(mcp_server().wsgi(environ, start_response))  # type: ignore[arg-type]
     headers = {name.lower(): value for name, value in started["headers"]}
-    response: HttpResponseBase
-    if headers.get("content-type", "").startswith("text/event-stream"):
-        response = StreamingHttpResponse(_chain(first, chunks), status=started["status"])
-    else:  # JSON (every answer, in this stateless JSON mode): one body, with its length
-        response = HttpResponse(b"".join(_chain(first, chunks)), status=started["status"])
+    response = HttpResponse(body, status=started["status"])
     if "content-type" not in headers:  # a 202 for a notification: no body, no type
         del response["Content-Type"]
     for name, value in started["headers"]:
@@ -153,7 +158,3 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
             response[name] = value
     return response
 
-
-def _chain(first: bytes, rest: Iterable[bytes]) -> Iterator[bytes]:
-    yield first
-    yield from rest

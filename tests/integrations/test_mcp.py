@@ -193,6 +193,20 @@ def test_a_bad_key_is_401_before_any_tool_runs(live_server) -> None:
         with_mcp(url, "mh_1_abcdefgh_" + "x" * 43, "legacy", lambda client: client.list_tools())
 
 
+def test_get_is_405_at_once_not_a_stream_that_holds_a_thread(live_server) -> None:
+    key = operator_tenant("initech")
+    url = f"{live_server.url}/mcp"
+    for _ in range(6):  # more than the web server's threads: none is held
+        response = httpx.get(url, headers={**WIRE, "Accept": "text/event-stream",
+                                           "Authorization": f"Bearer {key}"}, timeout=10)
+        assert response.status_code == 405 and response.headers["Allow"] == "POST, DELETE"
+        assert response.json()["error"]["code"] == "method_not_allowed"
+    assert httpx.get(url, headers={"Accept": "text/event-stream"}, timeout=10).status_code == 401
+    # The SDK's client, which opens that stream after the handshake, works as before.
+    listed = with_mcp(url, key, "legacy", lambda client: client.list_tools())
+    assert {tool.name for tool in listed.tools} == TOOLS
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_another_tenants_person_is_absent(live_server, mode) -> None:
     key, other = operator_tenant("initech"), operator_tenant("umbrella")
