@@ -48,11 +48,12 @@ def error_body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-def _message(detail: Any) -> str:
+def api_message(detail: Any) -> str:
+    """A DRF error's detail as the error body's message (``field: problem; ...``)."""
     if isinstance(detail, list):
-        return "; ".join(_message(d) for d in detail)
+        return "; ".join(api_message(d) for d in detail)
     if isinstance(detail, dict):
-        return "; ".join(f"{key}: {_message(value)}" for key, value in detail.items())
+        return "; ".join(f"{key}: {api_message(value)}" for key, value in detail.items())
     return str(detail)
 
 
@@ -132,6 +133,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         code = exc.error_code
     else:
         code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), "error")
-    message = _message(exc.detail) if isinstance(exc, exceptions.APIException) else str(exc)
+    message = api_message(exc.detail) if isinstance(exc, exceptions.APIException) else str(exc)
     response.data = error_body(code, message)
     return response

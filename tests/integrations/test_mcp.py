@@ -275,6 +275,56 @@ def test_the_rate_limit_is_the_apis(live_server, settings) -> None:
     assert again.status_code == 429 and int(again.headers["Retry-After"]) >= 1
 
 
+# Arguments a model may get wrong: each tool answers them as the REST call does.
+ODD_MEMORY_ARGUMENTS = [
+    {"command": "insert", "path": "/memories/a.md", "insert_line": "1", "insert_text": "x"},
+    {"command": "insert", "path": "/memories/a.md", "insert_line": True, "insert_text": "x"},
+    {"command": "insert", "path": "/memories/a.md", "insert_line": 1.0, "insert_text": "x"},
+    {"command": "view", "path": "/memories/a.md", "view_range": "[1, 2]"},
+    {"command": "view", "path": "/memories/a.md", "view_range": ["1", "2"]},
+    {"command": "view", "path": "/memories/a.md", "view_range": None},
+    {"command": "view", "path": None},
+    {"command": "view", "path": 123},
+    {"command": None, "path": "/memories"},
+    {"command": "create", "path": "/memories/n.md", "file_text": 123},
+    {"command": "append", "path": "/memories/a.md", "text": "more\n"},
+    {"command": "create", "path": "/memories/d.md", "file_text": "x", "description": "Diet"},
+]
+ODD_RECALLS = [{"query": ""}, {"query": "   "}, {"query": "x" * 10_001}, {"query": "tea\x00x"},
+               {"query": "tea", "limit": True}, {"query": "tea", "limit": "5"}, {"query": 123}]
+
+
+def test_odd_arguments_are_answered_as_the_rest_api_answers_them(live_server) -> None:
+    key = operator_tenant("initech")
+    with rest(live_server.url, key) as api:
+        for person in ("alice", "bob"):  # alice through MCP, bob through REST, alike
+            api.post(f"/users/{person}/memory", json={
+                "command": "create", "path": "/memories/a.md", "file_text": "one\ntwo\n"})
+
+        async def work(client: Client) -> list[Any]:
+            return [await client.call_tool("memory", {**arguments, "user_id": "alice"})
+                    for arguments in ODD_MEMORY_ARGUMENTS]
+
+        for arguments, result in zip(ODD_MEMORY_ARGUMENTS, with_mcp(
+                f"{live_server.url}/mcp", key, "legacy", work), strict=True):
+            expected = api.post("/users/bob/memory", json=arguments).json()
+            assert (text(result), bool(result.is_error)) == (
+                expected["content"], expected["is_error"]), arguments
+        documents = {d["path"]: d for d in api.get("/users/alice/documents").json()["documents"]}
+        assert documents["/d.md"]["description"] == "Diet"
+        assert api.get("/users/alice/documents/global/a.md").json()["content"].endswith("more\n")
+
+        async def recalls(client: Client) -> list[Any]:
+            return [await client.call_tool("recall", {**arguments, "user_id": "alice"})
+                    for arguments in ODD_RECALLS]
+
+        for arguments, result in zip(ODD_RECALLS, with_mcp(
+                f"{live_server.url}/mcp", key, "legacy", recalls), strict=True):
+            refused = api.post("/users/alice/recall", json=arguments)
+            assert refused.status_code == 400, arguments
+            assert result.is_error and text(result) == f"Error: {refused.json()['error']['message']}"
+
+
 def test_the_memory_tool_matches_the_reference_through_mcp(live_server) -> None:
     """A sequence of commands through MCP gives the SDK reference tool's texts, byte for byte."""
     key = operator_tenant("initech")
