@@ -15,6 +15,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
 from memoryhub.errors import MemoryRefusal
+from memoryhub.memory_tool.texts import well_formed
 
 logger = logging.getLogger(__name__)
 
@@ -134,5 +135,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     else:
         code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), "error")
     message = api_message(exc.detail) if isinstance(exc, exceptions.APIException) else str(exc)
-    response.data = error_body(code, message)
+    # A message may quote the request (a field's name, a choice), and a lone surrogate (JSON's
+    # "\ud800", or what the body parser makes of invalid UTF-8) cannot be written as UTF-8:
+    # the response failed to render, a 500 in HTML.
+    response.data = error_body(code, well_formed(message))
     return response

@@ -92,10 +92,14 @@ register_detector(
     "github_token",
     r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
 )
-# Slack tokens: xoxb-/xoxp-/xoxa-/xoxr-/xoxs- then a numeric id and dash-separated parts
-# (xoxb-<team>-<bot>-<secret>, xoxp-<team>-<user>-<team>-<secret>, xoxa-2-...).
-# The body is at least 20 characters, so "xoxb-1-2" in prose passes.
-register_detector("slack_token", _B + r"xox[abprs]-(?=[A-Za-z0-9-]{20,})[0-9]+(?:-[A-Za-z0-9]+)+")
+# Slack tokens: xoxb-/xoxp-/xoxa-/xoxr-/xoxs-, refresh tokens xoxe-, then a numeric id and
+# dash-separated parts (xoxb-<team>-<bot>-<secret>, xoxp-<team>-<user>-<team>-<secret>,
+# xoxe-1-<secret>); app-level tokens the same after xapp- (xapp-1-<app>-<number>-<hex>), a
+# detector of their own so that each keeps its prefix for capture's screen. The body is at
+# least 20 characters, so "xoxb-1-2" in prose passes.
+_SLACK_BODY = r"-(?=[A-Za-z0-9-]{20,})[0-9]+(?:-[A-Za-z0-9]+)+"
+register_detector("slack_token", _B + r"xox[abeprs]" + _SLACK_BODY)
+register_detector("slack_app_token", _B + r"xapp" + _SLACK_BODY)
 # Slack incoming webhooks: https://hooks.slack.com/services/T.../B.../secret (and workflows).
 register_detector(
     "slack_webhook",
@@ -108,12 +112,29 @@ register_detector(
 )
 # PEM private keys of any kind: RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8, PGP ... BLOCK.
 register_detector("pem_private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-# scheme://user:password@host. Redacted or templated passwords (***, xxx, <password>,
-# ${DB_PASSWORD}, {password}, $PASSWORD, %s) are documentation, not secrets, and pass.
+# scheme://user:password@host, the user possibly empty (redis://:password@host). Redacted or
+# templated passwords (***, xxx, <password>, ${DB_PASSWORD}, {password}, $PASSWORD, %s) are
+# documentation, not secrets, and pass.
 register_detector(
     "connection_string_password",
     r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,30}://"
-    r"[^\s:/@?#]+:"
+    r"[^\s:/@?#]*:"
     r"(?!(?:\*+|x+|X+|<[^>\s@]*>|\$\{[^}\s@]*\}|\{[^}\s@]*\}|\$[A-Za-z_][A-Za-z0-9_]*|%s)@)"
     r"[^\s/@?#]+@[A-Za-z0-9\[]",
+)
+# The other connection strings' password field: ADO.NET's "Password=...;", libpq's
+# "password=..." and a URL's "?password=...", and a .env's DB_PASSWORD=... The "=" with no
+# space around it is a connection string's or a config file's; code puts spaces there, or a
+# call or a name after it, and templated values pass as above, as do None, null, true and
+# false and a dotted name (settings.DB_PASSWORD).
+register_detector(
+    "connection_string_password_field",
+    # Spelt out rather than case-insensitive, so that capture's screen has "=" to look for.
+    r"(?<![A-Za-z0-9])(?:[Pp](?:ass(?:word|wd)|wd)|P(?:ASS(?:WORD|WD)|WD))="
+    r"(?!(?i:\*+|x+|<[^>\s]*>|\$\{[^}\s]*\}|\{[^}\s]*\}|\$[a-z_][a-z0-9_]*|%s|%\([a-z_]+\)s"
+    r"|none|null|true|false|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+)(?:$|[\s;&'\",=]))"
+    # No "=" inside the value (base64's padding ends it), so that one value's scan cannot
+    # run into the next field's: "password=" repeated 60,000 times is one short match, not
+    # 60,000 scans to the end of the text.
+    r"[^\s;&'\",=<>()\[\]{}]{4,}(?=$|[\s;&'\",=])",
 )

@@ -98,3 +98,23 @@ def test_the_pages_keep_their_html_error_pages(acme, debug) -> None:
     response = Client().get("/no-such-page")
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
+
+
+# A message that quotes the request: a field's name, a choice. A lone surrogate (JSON's
+# "\ud800", or what the body parser makes of invalid UTF-8) cannot be written as UTF-8, and the
+# response failed to render: gunicorn's HTML 500.
+QUOTED_SURROGATES = [
+    ("put", "/users/u/documents/global/z.md", b'{"content": "x", "\\ud800": 1}'),
+    ("put", "/users/u/documents/global/z.md", b'{"content": "x", "a\xff": 1}'),
+    ("post", "/users/u/recall", b'{"query": "x", "sources": ["\\ud800"]}'),
+    ("patch", "/tenant", b'{"limits": {"\\ud800": 1}}'),
+    ("post", "/keys", b'{"name": "x", "permissions": ["\\ud800"]}'),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), QUOTED_SURROGATES)
+def test_a_message_quoting_a_lone_surrogate_is_a_json_400(acme, method, path, body) -> None:
+    response = getattr(acme.client, method)(f"{BASE}{path}", body,
+                                            content_type="application/json")
+    _assert_json_error(response, 400, "invalid_request")
+    assert "\ufffd" in response.json()["error"]["message"]

@@ -28,6 +28,9 @@ INPUTS = {
     "a:// + 600k b": "a://" + "b" * 600_000,
     "x://u: x 100k": "x://u:" * 100_000,
     "-----BEGIN A x 100k": "-----BEGIN " + "A " * 100_000,
+    # Password fields whose values never end well (a call after each one).
+    "password=abc( x 50k": "password=abc(" * 50_000,
+    "xapp-1 x 100k": "xapp-1" * 100_000,
     # Long tokens: the body quantifiers run to the end each time.
     "50 A + space x 12k": ("A" * 50 + " ") * 12_000,
     "ordinary note, 16 KiB": (NOTE * (16_384 // len(NOTE) + 1))[:16_384],

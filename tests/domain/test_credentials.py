@@ -42,6 +42,8 @@ SECRETS = {
     "slack_bot": "xoxb" + "-123456789012-1234567890123-" + _body(24),
     "slack_user": "xoxp" + "-123456789012-123456789012-123456789012-" + _body(32),
     "slack_webhook": "https://hooks.slack.com/services/" + "T00000000/B00000000/" + _body(24),
+    "slack_refresh": "xoxe" + "-1-" + _body(140),
+    "slack_app": "xapp" + "-1-A0123456789-1234567890123-" + "0f" * 32,
     "jwt": "eyJ"
     + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
     + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
@@ -55,6 +57,11 @@ SECRETS = {
     "postgres_url": "postgres://app:" + "s3cr3t-pw@db.internal:5432/app",
     "redis_url": "redis://default:" + "hunter2@cache:6379/0",
     "https_basic_auth": "https://alice:" + "Tr0ub4dor&3@example.com/path",
+    "redis_url_no_user": "redis://:" + "S3cretPassw0rd@cache:6379/0",
+    "ado_net": "Server=db;Database=app;User Id=sa;" + "Password=S3cretPassw0rd;",
+    "libpq": "host=db dbname=app user=admin " + "password=S3cretPassw0rd",
+    "jdbc_query": "jdbc:postgresql://db:5432/app?user=admin&" + "password=S3cretPassw0rd",
+    "dotenv": "DB_" + "PASSWORD=hunter22",
     "memoryhub_api_key": "mh_" + "ab12cd34_" + _body(43),
 }
 
@@ -74,6 +81,8 @@ EXPECTED_NAME = {
     "slack_bot": "slack_token",
     "slack_user": "slack_token",
     "slack_webhook": "slack_webhook",
+    "slack_refresh": "slack_token",
+    "slack_app": "slack_app_token",
     "jwt": "jwt",
     "pem_rsa": "pem_private_key",
     "pem_pkcs8": "pem_private_key",
@@ -83,6 +92,11 @@ EXPECTED_NAME = {
     "postgres_url": "connection_string_password",
     "redis_url": "connection_string_password",
     "https_basic_auth": "connection_string_password",
+    "redis_url_no_user": "connection_string_password",
+    "ado_net": "connection_string_password_field",
+    "libpq": "connection_string_password_field",
+    "jdbc_query": "connection_string_password_field",
+    "dotenv": "connection_string_password_field",
     "memoryhub_api_key": "memoryhub_api_key",
 }
 
@@ -123,6 +137,10 @@ def test_anthropic_is_named_before_the_generic_sk_pattern() -> None:
         "postgres://app:${DB_PASSWORD}@db/app",
         "postgres://app:{password}@db/app",
         "postgres://app:$PGPASSWORD@db/app",
+        "password=<password>", "Password=***;", "password=${DB_PASSWORD}", "pwd=%s",
+        "password=$PGPASSWORD", "password=None", 'password=""', "reset password=yes",
+        "password = getpass()", "connect(password=settings.DB_PASSWORD)",
+        'connect(password=os.environ["PW"])', "The password field is required.",
         "Meeting at 10:30 with bob@example.com about http://intranet/wiki.",
         "mh_ keys look like mh_abcd1234_ followed by a secret.",
         "mh_ABCD1234_" + "x" * 40,  # lookup id must be lowercase
