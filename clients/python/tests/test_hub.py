@@ -61,6 +61,22 @@ def test_documents_with_versions_in_every_scope(hub: MemoryHub) -> None:
         hub.document_get(USER, "/x.md", profile="p", session_id="s")
 
 
+def test_dot_segments_reach_the_server_as_they_are(hub: MemoryHub) -> None:
+    """httpx resolves "." and ".." in a URL's path before sending: a session ".." deleted
+    the person, a document path with ".." reached another person's documents."""
+    hub.document_put(USER, "/keep.md", "mine")
+    hub.document_put("dave", "/pwn.md", "untouched")
+    hub.document_put(USER, "/s.md", "in the session", session_id="..")
+    assert hub.session_delete(USER, "..") is None  # the session "..", not the person
+    assert hub.user(USER)["documents"] == {"session": 0, "profile": 0, "global": 1, "total": 1}
+    for path in ("/../../../dave/documents/global/pwn.md", "/../profile/cooking/p.md",
+                 "/x/../keep.md", "/./keep.md"):
+        refused = error_of(hub.document_put, USER, path, "overwritten")
+        assert (refused.status, refused.code) == (422, "invalid_path"), path
+    assert hub.document_get("dave", "/pwn.md")["content"] == "untouched"
+    assert hub.document_get(USER, "/keep.md")["content"] == "mine"
+
+
 def test_the_memory_tool_the_index_the_snapshot_and_recall(hub: MemoryHub) -> None:
     assert hub.memory(USER, {"command": "create", "path": "/memories/notes/diet.md",
                              "file_text": "Vegetarian since 2019\n", "description": "Diet"}) == {
@@ -186,6 +202,35 @@ def test_conversations_history_and_the_turn_context(hub: MemoryHub) -> None:
     assert error_of(hub.conversation, USER, str(later["conversation_id"])).status == 404
     bad = error_of(hub.capture, USER, "s-1", [{"role": "robot", "content": "x"}])  # type: ignore[typeddict-item]
     assert (bad.status, bad.code) == (400, "invalid_role")
+
+
+def test_facts_with_versions_and_history_and_keys(hub: MemoryHub, live_server: Any) -> None:
+    made = hub.fact_create(USER, "User prefers dark mode", type="preference")
+    assert (made["type"], made["version"], made["updated_by"]) == ("preference", 1, "app")
+    again = hub.fact_create(USER, "user prefers dark mode.")  # the same, normalised
+    assert again["id"] == made["id"]
+    stale = error_of(hub.fact_update, USER, made["id"], confidence=0.5, if_match=9)
+    assert (stale.status, stale.code) == (412, "precondition_failed")
+    changed = hub.fact_update(USER, made["id"], confidence=0.5, if_match=1)
+    assert (changed["confidence"], changed["version"]) == (0.5, 2)
+    ended = hub.fact_update(USER, made["id"], invalid_at="2026-12-01T00:00:00Z")
+    assert ended["invalid_at"] is not None
+    assert hub.facts(USER)["facts"] == []
+    assert [f["id"] for f in hub.facts(USER, include_invalid=True)["facts"]] == [made["id"]]
+    assert hub.fact_update(USER, made["id"], invalid_at=None)["invalid_at"] is None
+    assert hub.fact(USER, made["id"])["content"] == "User prefers dark mode"
+    assert [v["event"] for v in hub.fact_history(USER, made["id"])["history"]] == [
+        "created", "updated", "invalidated", "updated"]
+    assert hub.fact_delete(USER, made["id"], if_match=4) is None
+    assert error_of(hub.fact, USER, made["id"]).status == 404
+
+    bound = hub.key_create("phone", user_id=USER)
+    assert bound["permissions"] == ["memory"] and bound["api_key"].startswith("mh_")
+    assert bound["id"] in [k["id"] for k in hub.keys()["keys"]]
+    with MemoryHub(live_server.url, bound["api_key"]) as phone:
+        assert phone.user(USER)["user_id"] == USER
+        assert hub.key_revoke(bound["id"]) is None
+        assert error_of(phone.user, USER).status == 401
 
 
 def test_errors_auth_tenancy_and_rate_limits(hub: MemoryHub, live_server: Any, acme: Any,

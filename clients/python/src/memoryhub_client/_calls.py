@@ -16,6 +16,8 @@ import httpx
 
 from memoryhub_client.errors import MemoryHubError
 from memoryhub_client.types import (
+    ApiKey,
+    ApiKeyList,
     Capture,
     Conversation,
     ConversationPage,
@@ -25,6 +27,11 @@ from memoryhub_client.types import (
     EndUserPage,
     EventPage,
     Export,
+    Fact,
+    FactHistory,
+    FactPage,
+    FactSource,
+    FactType,
     History,
     MemoryIndex,
     MessageIn,
@@ -74,7 +81,16 @@ def _nothing(response: httpx.Response) -> None:
 
 def _seg(value: str | int) -> str:
     """One path segment, percent-encoded (a user_id may hold ``@ : + |``)."""
-    return quote(str(value), safe="")
+    return _undotted(quote(str(value), safe=""))
+
+
+def _undotted(segment: str) -> str:
+    """A segment ``.`` or ``..`` with its dots percent-encoded: httpx, as URLs go, resolves
+    those segments before sending, so ``session_delete("u", "..")`` sent ``DELETE
+    /users/u`` (forget everything) and a document path ``/../../v/documents/global/x``
+    reached another person. Encoded, the server reads the segment itself (a session id, or
+    a path it refuses)."""
+    return segment.replace(".", "%2E") if segment in (".", "..") else segment
 
 
 def _query(**values: object) -> dict[str, str]:
@@ -156,7 +172,7 @@ def _document(user_id: str, path: str, profile: str | None, session_id: str | No
     where = (["profile", profile] if profile is not None
              else ["session", session_id] if session_id is not None else ["global"])
     return "/".join((_user(user_id, "documents"), *(_seg(w) for w in where),
-                     quote(path.lstrip("/"), safe="/")))
+                     *(_seg(part) for part in path.lstrip("/").split("/"))))
 
 
 def _version(tag: int) -> str:
@@ -203,13 +219,71 @@ def document_delete(
 def recall(
     user_id: str, query: str, *, limit: int | None = None, threshold: float | None = None,
     relaxed: bool | None = None, session_id: str | None = None, profile: str | None = None,
-    sources: Iterable[str] | None = None,
+    sources: Iterable[str] | None = None, include_invalid: bool | None = None,
 ) -> Call[Recall]:
     """The memory most relevant to ``query``; ``context`` is the ``<memori_context>`` block
     ('' when nothing passes the threshold)."""
     return _post(_user(user_id, "recall"), _fields(
         query=query, limit=limit, threshold=threshold, relaxed=relaxed, session_id=session_id,
-        profile=profile, sources=None if sources is None else list(sources)))
+        profile=profile, sources=None if sources is None else list(sources),
+        include_invalid=include_invalid))
+
+
+# --- Facts -----------------------------------------------------------------------------------
+
+
+def facts(
+    user_id: str, *, type: FactType | None = None, process: str | None = None,
+    include_invalid: bool | None = None, limit: int | None = None, cursor: str | None = None,
+) -> Call[FactPage]:
+    """The person's facts, newest first (valid ones unless ``include_invalid``)."""
+    return _get(_user(user_id, "facts"), type=type, process=process,
+                include_invalid=include_invalid, limit=limit, cursor=cursor)
+
+
+def fact_create(
+    user_id: str, content: str, *, type: FactType | None = None, subject: str | None = None,
+    predicate: str | None = None, object: str | None = None, process: str | None = None,
+    confidence: float | None = None, valid_at: str | None = None,
+    source: FactSource | None = None,
+) -> Call[Fact]:
+    """Add a fact; a valid fact of the same normalised text is answered instead (200)."""
+    return _post(_user(user_id, "facts"), _fields(
+        content=content, type=type, subject=subject, predicate=predicate, object=object,
+        process=process, confidence=confidence, valid_at=valid_at,
+        source=None if source is None else dict(source)))
+
+
+def fact(user_id: str, fact_id: str) -> Call[Fact]:
+    """One fact, valid or not; its ``version`` is the ETag to pass as ``if_match``."""
+    return _get(_user(user_id, "facts", fact_id))
+
+
+_UNSET: Any = object()  # invalid_at not given (None is a change: true again)
+
+
+def fact_update(
+    user_id: str, fact_id: str, *, content: str | None = None, confidence: float | None = None,
+    invalid_at: str | None = _UNSET, if_match: int | None = None,
+) -> Call[Fact]:
+    """Change a fact: ``invalid_at`` a time marks it no longer true, None true again;
+    ``if_match=<version>`` changes only that version (else 412)."""
+    body = _fields(content=content, confidence=confidence)
+    if invalid_at is not _UNSET:
+        body["invalid_at"] = invalid_at
+    headers = {"If-Match": _version(if_match)} if if_match is not None else None
+    return Call("PATCH", _user(user_id, "facts", fact_id), _json, body=body, headers=headers)
+
+
+def fact_delete(user_id: str, fact_id: str, *, if_match: int | None = None) -> Call[None]:
+    """Delete a fact (``if_match``: only at that version); its history stays."""
+    headers = {"If-Match": _version(if_match)} if if_match is not None else None
+    return _delete(_user(user_id, "facts", fact_id), headers)
+
+
+def fact_history(user_id: str, fact_id: str) -> Call[FactHistory]:
+    """A fact's versions, oldest first: created, updated, merged, invalidated, deleted."""
+    return _get(_user(user_id, "facts", fact_id, "history"))
 
 
 # --- End users -------------------------------------------------------------------------------
@@ -306,6 +380,26 @@ def webhook_update(webhook_id: int, changes: WebhookChanges) -> Call[Webhook]:
 def webhook_delete(webhook_id: int) -> Call[None]:
     """Delete a webhook endpoint."""
     return _delete(f"webhooks/{_seg(webhook_id)}")
+
+
+def keys() -> Call[ApiKeyList]:
+    """The tenant's API keys, masked."""
+    return _get("keys")
+
+
+def key_create(
+    name: str, *, permissions: Iterable[str] | None = None, user_id: str | None = None
+) -> Call[ApiKey]:
+    """A new key (``user_id``: bound to that end user, ``memory`` only); the answer's
+    ``api_key`` is the key itself, shown this once."""
+    return _post("keys", _fields(
+        name=name, permissions=None if permissions is None else list(permissions),
+        user_id=user_id))
+
+
+def key_revoke(key_id: int) -> Call[None]:
+    """Revoke a key: it is refused from the next request on."""
+    return _delete(f"keys/{_seg(key_id)}")
 
 
 # --- Conversations ---------------------------------------------------------------------------

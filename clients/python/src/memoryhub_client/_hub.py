@@ -92,6 +92,13 @@ class _Hub:
     document_delete = endpoint(_calls.document_delete)
     # Recall.
     recall = endpoint(_calls.recall)
+    # Facts.
+    facts = endpoint(_calls.facts)
+    fact_create = endpoint(_calls.fact_create)
+    fact = endpoint(_calls.fact)
+    fact_update = endpoint(_calls.fact_update)
+    fact_delete = endpoint(_calls.fact_delete)
+    fact_history = endpoint(_calls.fact_history)
     # End users.
     users = endpoint(_calls.users)
     user = endpoint(_calls.user)
@@ -111,6 +118,9 @@ class _Hub:
     webhook = endpoint(_calls.webhook)
     webhook_update = endpoint(_calls.webhook_update)
     webhook_delete = endpoint(_calls.webhook_delete)
+    keys = endpoint(_calls.keys)
+    key_create = endpoint(_calls.key_create)
+    key_revoke = endpoint(_calls.key_revoke)
     # Conversations.
     capture = endpoint(_calls.capture)
     messages = endpoint(_calls.messages)

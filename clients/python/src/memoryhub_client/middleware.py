@@ -54,6 +54,7 @@ from memoryhub_client.types import MessageIn
 Inject = Literal["before_history", "after_system", "append", "merge_into_system", "disabled"]
 INJECT_PLACES = ("before_history", "after_system", "append", "merge_into_system", "disabled")
 CAPTURE_BATCH = 100  # messages a capture request takes at most
+RECALL_QUERY_CHARS = 10_000  # the longest query recall takes: a longer message is cut, not lost
 T = TypeVar("T")
 C = TypeVar("C")
 
@@ -396,12 +397,16 @@ class Memory:
     async def _recall(self, io: IO, query: str) -> str:
         try:
             found = await io.hub(_calls.recall(
-                self.user_id, query, limit=self.recall_limit, threshold=self.threshold,
-                session_id=self.session_id, profile=self.profile))
-        except (MemoryHubError, httpx.HTTPError) as error:
+                self.user_id, query[:RECALL_QUERY_CHARS], limit=self.recall_limit,
+                threshold=self.threshold, session_id=self.session_id, profile=self.profile))
+            context = found.get("context") if isinstance(found, dict) else None
+            if not isinstance(context, str):
+                raise ValueError("the recall answer holds no context")
+        except (MemoryHubError, httpx.HTTPError, ValueError) as error:
+            # ValueError: a 200 that is no recall answer (a proxy's page, not JSON).
             self.failed("recall", error)
             return ""
-        return found["context"]
+        return context
 
     def new_messages(self, said: list[Said]) -> list[MessageIn]:
         messages: list[MessageIn] = []
@@ -422,7 +427,7 @@ class Memory:
             try:
                 await io.hub(_calls.capture(self.user_id, self.session_id, batch,
                                             profile=self.profile, process=self.process))
-            except (MemoryHubError, httpx.HTTPError) as error:
+            except (MemoryHubError, httpx.HTTPError, ValueError) as error:
                 self.failed("capture", error)
                 return
             self.captured.update(m["id"] for m in batch if "id" in m)

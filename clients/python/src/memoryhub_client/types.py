@@ -73,11 +73,71 @@ class RecallResult(TypedDict):
     id: NotRequired[str]
     conversation_id: NotRequired[str]
     session_id: NotRequired[str]
+    source: NotRequired[FactSource]
 
 
 class Recall(TypedDict):
     results: list[RecallResult]
     context: str
+
+
+FactType = Literal["fact", "preference", "profile", "triple", "process_attribute"]
+
+
+class FactSource(TypedDict):
+    conversation_id: str | None
+    message_ids: list[str]
+
+
+class Fact(TypedDict):
+    id: str
+    type: FactType
+    content: str
+    subject: str | None
+    predicate: str | None
+    object: str | None
+    process: str | None
+    confidence: float
+    valid_at: str
+    invalid_at: str | None
+    source: FactSource
+    version: int
+    updated_by: str
+    created_at: str
+    updated_at: str
+
+
+class FactPage(TypedDict):
+    facts: list[Fact]
+    next_cursor: str | None
+
+
+class FactVersion(TypedDict):
+    version: int
+    event: Literal["created", "updated", "merged", "invalidated", "deleted"]
+    content: str
+    actor: str
+    at: str
+
+
+class FactHistory(TypedDict):
+    history: list[FactVersion]
+
+
+class ApiKey(TypedDict):
+    id: int
+    name: str
+    masked: str
+    permissions: list[str]
+    user_id: str | None
+    created_at: str
+    last_used_at: str | None
+    revoked_at: str | None
+    api_key: NotRequired[str]  # the key itself, once: in the answer that created it
+
+
+class ApiKeyList(TypedDict):
+    keys: list[ApiKey]
 
 
 DocumentCounts = TypedDict(
