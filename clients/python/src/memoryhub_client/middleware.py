@@ -28,7 +28,8 @@
 "New" messages: every message gets an id from its role, its text and the messages before it,
 so a conversation resent whole on the next call adds only what is new (the server also drops
 an id it has seen, so a restarted process adds nothing twice). Per call,
-``memory={"recall": False}`` or ``{"capture": False}`` switches one side off.
+``memory={"recall": False}`` or ``{"capture": False}`` switches one side off; a call made with
+capture off stays off the record, also when a later call's history repeats it.
 
 A MemoryHub error never fails the model call: it is logged on the ``memoryhub_client``
 logger and the call goes on without context or capture (``strict=True`` raises it instead).
@@ -365,6 +366,9 @@ class Memory:
     threshold: float | None
     strict: bool
     captured: set[str] = field(default_factory=set)
+    # The last message of each call made with capture off: the reply that follows it in a
+    # later call's history is that call's reply, and stays uncaptured with it.
+    off_record: set[str] = field(default_factory=set)
 
     def failed(self, what: str, error: Exception) -> None:
         if self.strict:
@@ -384,6 +388,7 @@ class Memory:
                 self.provider.inject(request, context, self.inject)
         response = await io.model(request)
         if not options.get("capture", True):
+            self.keep_off_record(said)
             return response
         if helper:
             return io.manager(response, lambda message: self.capture(
@@ -408,16 +413,24 @@ class Memory:
             return ""
         return context
 
+    def keep_off_record(self, said: list[Said]) -> None:
+        """A call with ``capture`` off is never captured, by this call or by a later one whose
+        history repeats it: its messages (the system prompt aside) count as captured, and so
+        does the reply that a later history has after them."""
+        ids = [identifier for _, identifier, message in _identified(said)
+               if message.role not in ("system", "developer")]
+        self.captured.update(ids)
+        if ids:
+            self.off_record.add(ids[-1])
+
     def new_messages(self, said: list[Said]) -> list[MessageIn]:
         messages: list[MessageIn] = []
-        previous = ""
-        for message in said:
-            identifier = message_id(previous, message)
-            if message.role not in ("system", "developer"):
-                previous = identifier
-            if identifier not in self.captured:
-                messages.append({"role": message.role, "content": message.content,  # type: ignore[typeddict-item]
-                                 "id": identifier, "metadata": message.metadata})
+        for previous, identifier, message in _identified(said):
+            if identifier in self.captured or (
+                    previous in self.off_record and message.role == "assistant"):
+                continue
+            messages.append({"role": message.role, "content": message.content,  # type: ignore[typeddict-item]
+                             "id": identifier, "metadata": message.metadata})
         return messages
 
     async def capture(self, io: IO, said: list[Said]) -> None:
@@ -431,6 +444,17 @@ class Memory:
                 self.failed("capture", error)
                 return
             self.captured.update(m["id"] for m in batch if "id" in m)
+
+
+def _identified(said: list[Said]) -> Iterator[tuple[str, str, Said]]:
+    """Each message with its id and the id it follows (system prompts aside, see
+    :func:`message_id`)."""
+    previous = ""
+    for message in said:
+        identifier = message_id(previous, message)
+        yield previous, identifier, message
+        if message.role not in ("system", "developer"):
+            previous = identifier
 
 
 def run_now(flow: Coroutine[Any, Any, T]) -> T:
