@@ -103,6 +103,29 @@ def test_a_call_with_capture_off_stays_off_the_record(hub: MemoryHub) -> None:
                            ("assistant", "Enjoy.")]
 
 
+def test_a_message_the_hub_refuses_is_left_out_not_retried_forever(
+        hub: MemoryHub, caplog: Any) -> None:
+    """A pasted text over the tenant's max_message_bytes (64 KiB by default) is 422 for any
+    batch that holds it: it is left out, the rest of the conversation is captured."""
+    pasted = "lorem ipsum " * 6_000  # 72,000 bytes
+    replies = [claude(text("Summarised.")), claude(text("Yes.")), claude(text("Bye."))]
+    with ScriptedModel(replies) as model, caplog.at_level(logging.WARNING, "memoryhub_client"):
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        history: list[dict[str, Any]] = [{"role": "user", "content": "Hi"},
+                                         {"role": "assistant", "content": "Hello!"},
+                                         {"role": "user", "content": pasted}]
+        client.messages.create(model="claude-x", max_tokens=10, messages=history)
+        for question, answer in (("Is it long?", "Summarised."), ("Thanks", "Yes.")):
+            history += [{"role": "assistant", "content": answer},
+                        {"role": "user", "content": question}]
+            client.messages.create(model="claude-x", max_tokens=10, messages=history)
+    assert stored(hub) == [("user", "Hi"), ("assistant", "Hello!"), ("assistant", "Summarised."),
+                           ("user", "Is it long?"), ("assistant", "Yes."), ("user", "Thanks"),
+                           ("assistant", "Bye.")]
+    assert [r.message[:60] for r in caplog.records if r.name == "memoryhub_client"] == [
+        "memoryhub: a user message of 72000 characters was left out o"]
+
+
 def test_anthropic_streaming_is_reassembled_and_tool_calls_kept(hub: MemoryHub) -> None:
     replies = [claude(text("Let me check."), tool_use("toolu_1", {"command": "view",
                                                                   "path": "/memories"})),

@@ -38,6 +38,7 @@ logger and the call goes on without context or capture (``strict=True`` raises i
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -55,6 +56,13 @@ from memoryhub_client.types import MessageIn
 Inject = Literal["before_history", "after_system", "append", "merge_into_system", "disabled"]
 INJECT_PLACES = ("before_history", "after_system", "append", "merge_into_system", "disabled")
 CAPTURE_BATCH = 100  # messages a capture request takes at most
+# A capture request's body is at most 1 MiB; a batch is cut before its messages' JSON (as
+# ASCII, its longest spelling) passes this, leaving room for the rest of the body.
+CAPTURE_BATCH_BYTES = 900_000
+# What the server answers for a batch it will never take as it is (a message over the
+# tenant's max_message_bytes, a body over 1 MiB, a text it cannot store): unlike an outage,
+# sending it again on the next call would fail again.
+REFUSED_AS_SENT = frozenset({400, 413, 422})
 RECALL_QUERY_CHARS = 10_000  # the longest query recall takes: a longer message is cut, not lost
 T = TypeVar("T")
 C = TypeVar("C")
@@ -434,16 +442,48 @@ class Memory:
         return messages
 
     async def capture(self, io: IO, said: list[Said]) -> None:
-        messages = self.new_messages(said)
-        for start in range(0, len(messages), CAPTURE_BATCH):
-            batch = messages[start:start + CAPTURE_BATCH]
-            try:
-                await io.hub(_calls.capture(self.user_id, self.session_id, batch,
-                                            profile=self.profile, process=self.process))
-            except (MemoryHubError, httpx.HTTPError, ValueError) as error:
+        for batch in _batches(self.new_messages(said)):
+            if not await self._capture_batch(io, batch):
+                return  # MemoryHub is unreachable or refuses the key: the next call retries
+
+    async def _capture_batch(self, io: IO, batch: list[MessageIn]) -> bool:
+        """Capture ``batch``; False when it failed and later batches should wait. A batch the
+        server refuses for what it holds is sent again in halves, down to the message it
+        refuses, which is left out (logged): kept, it would fail every later capture of the
+        session."""
+        try:
+            await io.hub(_calls.capture(self.user_id, self.session_id, batch,
+                                        profile=self.profile, process=self.process))
+        except MemoryHubError as error:
+            if error.status not in REFUSED_AS_SENT or self.strict:
                 self.failed("capture", error)
-                return
-            self.captured.update(m["id"] for m in batch if "id" in m)
+                return False
+            if len(batch) > 1:
+                half = len(batch) // 2
+                return (await self._capture_batch(io, batch[:half])
+                        and await self._capture_batch(io, batch[half:]))
+            log.warning("memoryhub: a %s message of %d characters was left out of the "
+                        "capture: %s", batch[0]["role"], len(batch[0]["content"]), error)
+        except (httpx.HTTPError, ValueError) as error:
+            self.failed("capture", error)
+            return False
+        self.captured.update(m["id"] for m in batch if "id" in m)
+        return True
+
+
+def _batches(messages: list[MessageIn]) -> Iterator[list[MessageIn]]:
+    """``messages`` in order, in batches a capture request takes (count and body size)."""
+    batch: list[MessageIn] = []
+    size = 0
+    for message in messages:
+        length = len(json.dumps(message))
+        if batch and (len(batch) == CAPTURE_BATCH or size + length > CAPTURE_BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(message)
+        size += length
+    if batch:
+        yield batch
 
 
 def _identified(said: list[Said]) -> Iterator[tuple[str, str, Said]]:
