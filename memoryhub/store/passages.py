@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from memoryhub.models import MemoryDocument, Passage
 from memoryhub.store._tenancy import tenant_id, tenant_is
+from memoryhub.store.end_users import people_of_rows_held
 
 # The full-text configuration of Passage.search; recall's queries must use the same one.
 SEARCH_CONFIG = "simple"
@@ -73,11 +74,12 @@ _ADD = _add_sql("%(document)s")
 ADD_TO_INSERTED_DOCUMENT = _add_sql("(SELECT id FROM document)")
 # A write rewrites a changed passage in place, so a vector is stored only while its passage
 # still has the text it was computed from (the provider call takes no lock).
-_STORE_VECTORS = f"""
+_STORE_VECTORS = people_of_rows_held(table=_PASSAGE, ids="%(ids)s::bigint[]") + f"""
     UPDATE {_PASSAGE} p SET embedding = v.embedding::halfvec, embedding_provider = %(key)s
     FROM unnest(%(ids)s::bigint[], %(texts)s::text[], %(embeddings)s::text[])
         AS v(id, text, embedding)
     WHERE {tenant_is("p", param="%(tenant)s")} AND p.id = v.id AND p.text = v.text
+        AND p.end_user_id IN (SELECT id FROM people)
 """
 
 

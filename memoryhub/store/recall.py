@@ -90,6 +90,7 @@ from memoryhub.models import Fact, MemoryDocument, Message, Passage
 from memoryhub.store._rows import compact_sql
 from memoryhub.store._tenancy import tenant_id, tenant_is
 from memoryhub.store._trigrams import probes_in_slots, trigram_probes
+from memoryhub.store.end_users import people_of_rows_held
 from memoryhub.store.passages import SEARCH_CONFIG
 from tenants.context import tenant_context
 
@@ -644,7 +645,7 @@ _STORE_RECORD_VECTORS = """
     UPDATE {table} p SET embedding = v.embedding::halfvec, embedding_provider = %(key)s
     FROM unnest(%(ids)s::uuid[], %(texts)s::text[], %(embeddings)s::text[])
         AS v(id, text, embedding)
-    WHERE {tenant} AND p.id = v.id {same_text}
+    WHERE {tenant} AND p.id = v.id {same_text} AND p.end_user_id IN (SELECT id FROM people)
 """
 
 
@@ -654,8 +655,9 @@ def record_vectors_store(
     """Store each vector (pgvector's text) on its fact or message (``kind``), tagged with
     ``provider``, where a fact's content is still ``texts``' one (messages never change)."""
     tenant = tenant_id()
-    sql = _STORE_RECORD_VECTORS.format(
-        table=_RECORD_KINDS[kind][0], tenant=tenant_is("p", param=_TENANT),
+    table = _RECORD_KINDS[kind][0]
+    sql = people_of_rows_held(table=table, ids="%(ids)s::uuid[]") + _STORE_RECORD_VECTORS.format(
+        table=table, tenant=tenant_is("p", param=_TENANT),
         same_text="AND p.content = v.text" if kind == "fact" else "")
     with connection.cursor() as cursor:
         cursor.execute(sql, {

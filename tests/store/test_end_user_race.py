@@ -1,5 +1,6 @@
 """A write that creates its person while another request forgets them: the write lands on a
-new, empty person (``end_user_get_or_create``), never an error.
+new, empty person (``end_user_get_or_create``), never an error. The embedding worker storing
+the person's vectors while they are forgotten: one waits for the other, never a deadlock.
 
 The interleaving that once failed, made to happen with real transactions on three
 connections: the writer finds no person; another request creates them and commits; the
@@ -18,9 +19,10 @@ from typing import Any
 import pytest
 from django.db import connection, connections
 
-from memoryhub.models import Actor, EndUser
+from memoryhub.models import Actor, EndUser, Fact, Message
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.people import end_user_forget
+from memoryhub.tasks import embed_records
 from tenants.context import tenant_context
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the three must commit for real
@@ -72,3 +74,40 @@ def test_a_person_forgotten_between_insert_and_lock_is_created_again(acme) -> No
     assert person.user_id == "alice" and person.pk != created[0]  # a new, empty person
     with tenant_context(tenant.id):
         assert list(EndUser.objects.values_list("pk", flat=True)) == [person.pk]
+
+
+def test_a_forget_racing_the_embedding_worker_waits_instead_of_deadlocking(acme) -> None:
+    """The worker stores a fact's vector, then the person's messages' vectors, in one
+    transaction; a forget deletes the messages, then the facts. Without the person held by the
+    worker's first update, each held rows the other needed next: PostgreSQL ended one of them
+    ("deadlock detected")."""
+    tenant = acme.tenant
+    said = acme.client.post("/api/v1/users/alice/sessions/s1/messages", {"messages": [
+        {"role": "user", "content": "I moved to Porto."}]}, format="json")
+    fact = acme.client.post("/api/v1/users/alice/facts", {"content": "Lives in Porto"},
+                            format="json")
+    assert said.status_code == 201 and fact.status_code == 201, (said.content, fact.content)
+    with tenant_context(tenant.id):  # waiting for vectors, as just written
+        Fact.objects.update(embedding=None, embedding_provider="")
+        Message.objects.update(embedding=None, embedding_provider="")
+    forgotten: list[bool] = []
+
+    def forget() -> None:
+        with tenant_context(tenant.id):
+            forgotten.append(end_user_forget(tenant=tenant, user_id="alice", actor=Actor.APP))
+
+    def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        updated = sql.split("UPDATE", 1)[-1].split()[0]
+        if updated == Message._meta.db_table and not forgetter.is_alive():
+            forgetter.start()  # the facts' vectors are stored: the forget goes first now
+            forgetter.join(1.5)  # as far as it gets (the deadlock timeout is 1 s)
+        return execute(sql, params, many, context)
+
+    forgetter = threading.Thread(target=lambda: _in_thread(forget))
+    with connection.execute_wrapper(between):
+        stored = embed_records(items=[[tenant.id, "fact", fact.json()["id"]],
+                                      [tenant.id, "conversation", said.json()["conversation_id"]]])
+    forgetter.join(10)
+    assert stored == 2 and forgotten == [True]
+    with tenant_context(tenant.id):
+        assert not Fact.objects.exists() and not Message.objects.exists()
