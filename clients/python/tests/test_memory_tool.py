@@ -89,3 +89,17 @@ def test_scope_and_profile_pin_where_the_tool_writes(hub: MemoryHub) -> None:
         command="create", path="/memories/b.md", file_text="y")
     assert cooking.execute(command) == "File created successfully at: /memories/b.md"
     assert hub.document_get("alice", "/b.md", profile="cooking")["scope"] == "profile"
+
+
+def test_a_request_memoryhub_refuses_reaches_the_model_as_its_message(hub: MemoryHub) -> None:
+    """A file over the 1 MiB body limit: the API's 413 text as an error tool_result, not the
+    Python exception's repr."""
+    huge = {"command": "create", "path": "/memories/huge.md", "file_text": "x" * 1_100_000}
+    tool = MemoryHubMemoryTool(hub, user_id="alice")
+    with ScriptedModel([claude(tool_use("toolu_1", huge)), claude(text("Too big."))]) as model:
+        client = anthropic.Anthropic(base_url=model.url, api_key="test", max_retries=0)
+        client.beta.messages.tool_runner(model="claude-scripted", max_tokens=1024,
+                                         tools=[tool], messages=ASK).until_done()
+    assert tool_results(model) == [{
+        "type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
+        "content": "Error: The request body is over 1 MiB. Send less at a time."}]

@@ -9,18 +9,23 @@
 The model's command goes to ``POST /api/v1/users/{user_id}/memory`` as the model sent it
 (with the adapter's ``session_id``, ``profile``, ``scope`` and ``turn_id``), so the model reads
 exactly the REST tool's text; a result with ``is_error`` is raised as the SDK's ``ToolError``,
-which the runner sends back as an error ``tool_result`` with that same text.
+which the runner sends back as an error ``tool_result`` with that same text. A request that
+MemoryHub refuses (a body over 1 MiB, a rate limit, another person's memory for a bound key)
+is a ``ToolError`` too, with the API's message, never a Python traceback in the model's turn.
 Needs the ``anthropic`` extra.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaCacheControlEphemeralParam, BetaMemoryTool20250818Command
 
 from memoryhub_client._hub import AsyncMemoryHub, MemoryHub
+from memoryhub_client.errors import MemoryHubError
 from memoryhub_client.types import Scope, ToolResult
 
 
@@ -29,6 +34,15 @@ def tool_text(result: ToolResult) -> str:
     if result["is_error"]:
         raise ToolError(result["content"])
     return result["content"]
+
+
+@contextmanager
+def refusals_as_tool_errors() -> Iterator[None]:
+    """MemoryHub's refusal of the request, as the text the model reads in the tool result."""
+    try:
+        yield
+    except MemoryHubError as error:
+        raise ToolError(f"Error: {error.message}") from error
 
 
 def command_input(command: BetaMemoryTool20250818Command) -> dict[str, Any]:
@@ -70,7 +84,9 @@ class MemoryHubMemoryTool(_Binding[MemoryHub], BetaAbstractMemoryTool):
     writes of one turn against the tenant's ``max_writes_per_turn``."""
 
     def call(self, input: object) -> str:
-        return tool_text(self.hub.memory(self.user_id, self.tool_input(input), **self.context))
+        with refusals_as_tool_errors():
+            result = self.hub.memory(self.user_id, self.tool_input(input), **self.context)
+        return tool_text(result)
 
     def _command(self, command: BetaMemoryTool20250818Command) -> str:
         return self.call(command_input(command))
@@ -82,7 +98,8 @@ class AsyncMemoryHubMemoryTool(_Binding[AsyncMemoryHub], BetaAsyncAbstractMemory
     """``MemoryHubMemoryTool`` on an ``AsyncMemoryHub``, for the async client's tool runner."""
 
     async def call(self, input: object) -> str:
-        result = await self.hub.memory(self.user_id, self.tool_input(input), **self.context)
+        with refusals_as_tool_errors():
+            result = await self.hub.memory(self.user_id, self.tool_input(input), **self.context)
         return tool_text(result)
 
     async def _command(self, command: BetaMemoryTool20250818Command) -> str:
