@@ -59,6 +59,11 @@ def function_call(call_id: str, arguments: dict[str, Any], name: str = "memory")
             "function": {"name": name, "arguments": json.dumps(arguments)}}
 
 
+def cut(reply: dict[str, Any], events: int) -> dict[str, Any]:
+    """``reply`` streamed as a dropped connection leaves it: its first ``events`` only."""
+    return {**reply, "_cut": events}
+
+
 # --- Streams -------------------------------------------------------------------------------
 
 
@@ -160,7 +165,8 @@ class ScriptedModel:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                reply = model._next(body, dict(self.headers))
+                reply = dict(model._next(body, dict(self.headers)))
+                kept = reply.pop("_cut", None)
                 if self.path.endswith("/messages"):
                     events = (f"event: {name}\ndata: {json.dumps(data)}\n\n"
                               for name, data in claude_events(reply))
@@ -172,7 +178,7 @@ class ScriptedModel:
                     self.send_error(404)
                     return
                 if body.get("stream"):
-                    self._answer("".join(events).encode(), "text/event-stream")
+                    self._answer("".join(list(events)[:kept]).encode(), "text/event-stream")
                 else:
                     self._answer(json.dumps(reply).encode(), "application/json")
 

@@ -92,3 +92,14 @@ def test_without_a_conversation_or_a_summary_nothing_is_stored(hub: MemoryHub) -
         assert flush_to_memory(client, hub, TALK, user_id="alice", session_id="s-9",
                                model="gpt-x").conversation is None
     assert hub.conversation("alice", conversation_id)["summary"] is None
+
+
+def test_a_summary_needs_to_know_whose_conversation_it_is(hub: MemoryHub) -> None:
+    """Without conversation_id or session_id, "the latest" may be another chat's: refused
+    before the model is asked anything."""
+    elsewhere = captured(hub, "s-other")
+    with ScriptedModel([]) as model:
+        client = openai.OpenAI(base_url=f"{model.url}/v1", api_key="t", max_retries=0)
+        with pytest.raises(ValueError, match="conversation_id or the session_id"):
+            flush_to_memory(client, hub, TALK, user_id="alice", summary="x", model="gpt-x")
+    assert model.requests == [] and hub.conversation("alice", elsewhere)["summary"] is None

@@ -12,7 +12,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-from llm_servers import ScriptedModel, claude, function_call, gpt, text, tool_use
+from llm_servers import ScriptedModel, claude, cut, function_call, gpt, text, tool_use
 from memoryhub_client import AsyncMemoryHub, MemoryHub, MemoryHubError
 from memoryhub_client.middleware import with_memory
 
@@ -124,6 +124,58 @@ def test_a_message_the_hub_refuses_is_left_out_not_retried_forever(
                            ("assistant", "Bye.")]
     assert [r.message[:60] for r in caplog.records if r.name == "memoryhub_client"] == [
         "memoryhub: a user message of 72000 characters was left out o"]
+
+
+def test_a_stream_cut_short_is_not_captured_as_a_reply(hub: MemoryHub) -> None:
+    """The connection dropped mid-reply: the SDKs end their loop quietly, but the text so far
+    is no reply; the question is captured by the next call, as after a failed call."""
+    with ScriptedModel([cut(claude(text("Try lentils with rice.")), events=4),
+                        cut(gpt("Try lentils with rice."), events=3),
+                        claude(text("Lentil soup."))]) as model:
+        claude_side = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        asked = [{"role": "user", "content": "Dinner?"}]
+        with claude_side.messages.create(model="claude-x", max_tokens=10, stream=True,
+                                         messages=asked) as stream:
+            assert "".join(e.delta.text for e in stream if e.type == "content_block_delta")
+        gpt_side = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-2")
+        pieces = [chunk.choices[0].delta.content for chunk in gpt_side.chat.completions.create(
+            model="gpt-x", messages=asked, stream=True)]
+        assert pieces[-1] and len(pieces) == 3
+        claude_side.messages.create(model="claude-x", max_tokens=10, messages=asked)
+    assert stored(hub) == [("user", "Dinner?"), ("assistant", "Lentil soup.")]
+    assert stored(hub, "s-2") == []
+
+
+def test_what_the_server_cannot_store_as_sent_is_made_storable(hub: MemoryHub) -> None:
+    """A NUL (PostgreSQL's text has none) is dropped from the message and the recall query;
+    a reply's 150 tool calls are more than metadata's 4 KiB: the first that fit are kept and
+    the rest counted, where the reply was refused whole."""
+    calls = [function_call(f"call_{i:02}", {"n": i}, name=f"lookup_{i:02}") for i in range(150)]
+    with ScriptedModel([gpt("Looking up.", tool_calls=calls)]) as model:
+        client = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-1")
+        client.chat.completions.create(model="gpt-x", messages=[
+            {"role": "user", "content": "hello\x00world"}])
+    assert model.requests[0]["messages"][-1]["content"] == "hello\x00world"  # as the app sent it
+    user, reply = hub.messages("alice", "s-1")["messages"]
+    assert user["content"] == "helloworld" and reply["content"] == "Looking up."
+    kept = reply["metadata"]["tool_calls"]
+    assert kept == [{"id": f"call_{i:02}", "name": f"lookup_{i:02}"} for i in range(len(kept))]
+    assert len(kept) > 60 and reply["metadata"]["tool_calls_omitted"] == 150 - len(kept)
+    assert reply["metadata"]["finish_reason"] == "tool_calls"
+
+
+def test_clients_made_by_with_options_and_copy_keep_memory(hub: MemoryHub,
+                                                          remembered: str) -> None:
+    with ScriptedModel([claude(text("Risotto.")), gpt("Soup.")]) as model:
+        claude_side = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        claude_side.with_options(timeout=20).messages.create(
+            model="claude-x", max_tokens=10, messages=[{"role": "user", "content": ASK}])
+        gpt_side = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-2")
+        gpt_side.copy(max_retries=0).chat.completions.create(
+            model="gpt-x", messages=[{"role": "user", "content": ASK}])
+    assert [r["messages"][0]["content"] for r in model.requests] == [remembered, remembered]
+    assert stored(hub) == [("user", ASK), ("assistant", "Risotto.")]
+    assert stored(hub, "s-2") == [("user", ASK), ("assistant", "Soup.")]
 
 
 def test_anthropic_streaming_is_reassembled_and_tool_calls_kept(hub: MemoryHub) -> None:

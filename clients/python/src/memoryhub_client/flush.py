@@ -11,7 +11,7 @@ what it will need later. The tool calls run against MemoryHub (the Anthropic SDK
 runner for an ``anthropic`` client; a ``memory`` function tool for an ``openai`` one) and
 nothing of this exchange is captured or shown. Then ``summary``, when given, is stored as the
 conversation's rolling summary (``PUT .../conversations/{id}/summary``): the conversation
-``conversation_id``, or the session's latest.
+``conversation_id``, or the session's latest (one of the two is needed with a summary).
 
 With a ``MemoryHub`` and a sync client it returns a ``Flushed``; with an ``AsyncMemoryHub``
 and an async client, an awaitable of one.
@@ -100,6 +100,9 @@ def flush_to_memory(
     max_iterations: int = 8,
 ) -> Flushed | Awaitable[Flushed]:
     """Ask the model to save what it needs before compaction, then store ``summary``."""
+    if summary is not None and conversation_id is None and session_id is None:
+        # The person's latest conversation in any session may be another chat's.
+        raise ValueError("a summary needs the conversation_id or the session_id it summarises")
     if isinstance(client, Wrapped):  # with_memory's: the flush itself is never captured
         client = client.__wrapped__
     provider, is_async = provider_of(client)

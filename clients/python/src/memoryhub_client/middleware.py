@@ -63,6 +63,7 @@ CAPTURE_BATCH_BYTES = 900_000
 # tenant's max_message_bytes, a body over 1 MiB, a text it cannot store): unlike an outage,
 # sending it again on the next call would fail again.
 REFUSED_AS_SENT = frozenset({400, 413, 422})
+METADATA_BYTES = 4096  # the server's limit for a message's metadata, as compact JSON
 RECALL_QUERY_CHARS = 10_000  # the longest query recall takes: a longer message is cut, not lost
 T = TypeVar("T")
 C = TypeVar("C")
@@ -97,6 +98,34 @@ def _metadata(**values: Any) -> dict[str, Any]:
     return {name: value for name, value in values.items() if value not in (None, {}, [])}
 
 
+def _json_bytes(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "replace"))
+
+
+def _fitted(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata`` within the server's 4 KiB: a reply with many tool calls (or a turn with
+    many tool results) keeps the first that fit, and counts the rest in ``<list>_omitted``.
+    Refused whole, the message would be left out of the capture."""
+    if _json_bytes(metadata) <= METADATA_BYTES:
+        return metadata
+    fitted = {name: list(v) if isinstance(v, list) else v for name, v in metadata.items()}
+    omitted: dict[str, int] = {}
+    while _json_bytes({**fitted, **omitted}) > METADATA_BYTES:
+        lists = [name for name, value in fitted.items() if isinstance(value, list) and value]
+        if not lists:
+            return {"provider": metadata["provider"]} if "provider" in metadata else {}
+        longest = max(lists, key=lambda name: len(fitted[name]))
+        fitted[longest].pop()
+        omitted[f"{longest}_omitted"] = omitted.get(f"{longest}_omitted", 0) + 1
+    return {**fitted, **omitted}
+
+
+def _storable(text: str) -> str:
+    """Text as the server stores it: PostgreSQL's text holds no NUL (a model or a paste may)."""
+    return text.replace("\x00", "")
+
+
 def _joined(text: str, context: str) -> str:
     return f"{text}\n\n{context}" if text else context
 
@@ -107,6 +136,9 @@ def _joined(text: str, context: str) -> str:
 class Accumulator(Protocol):
     def feed(self, event: Any) -> None: ...
     def said(self) -> Said: ...
+    def complete(self) -> bool:
+        """Whether the stream ended as the provider ends a reply (a stream cut short by the
+        connection ends the SDK's loop quietly: its text is no reply to capture)."""
 
 
 class Provider(Protocol):
@@ -206,6 +238,7 @@ class _AnthropicStream:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.message: dict[str, Any] = {}
         self.usage: dict[str, int] = {}
+        self.stopped = False
 
     def feed(self, event: Any) -> None:
         kind = event.type
@@ -222,6 +255,11 @@ class _AnthropicStream:
         elif kind == "message_delta":
             self.message["stop_reason"] = event.delta.stop_reason
             self.usage.update(_usage(event.usage))
+        elif kind == "message_stop":
+            self.stopped = True
+
+    def complete(self) -> bool:
+        return self.stopped
 
     def said(self) -> Said:
         message = _Message(content=[self.blocks[i] for i in sorted(self.blocks)],
@@ -318,6 +356,9 @@ class _OpenAIStream:
                 if call.function is not None and call.function.name:
                     known["function"] = {"name": call.function.name}
 
+    def complete(self) -> bool:
+        return self.finish_reason is not None
+
     def said(self) -> Said:
         message = {"role": "assistant", "content": "".join(self.text),
                    "tool_calls": [self.calls[i] for i in sorted(self.calls)]}
@@ -410,7 +451,7 @@ class Memory:
     async def _recall(self, io: IO, query: str) -> str:
         try:
             found = await io.hub(_calls.recall(
-                self.user_id, query[:RECALL_QUERY_CHARS], limit=self.recall_limit,
+                self.user_id, _storable(query)[:RECALL_QUERY_CHARS], limit=self.recall_limit,
                 threshold=self.threshold, session_id=self.session_id, profile=self.profile))
             context = found.get("context") if isinstance(found, dict) else None
             if not isinstance(context, str):
@@ -437,8 +478,8 @@ class Memory:
             if identifier in self.captured or (
                     previous in self.off_record and message.role == "assistant"):
                 continue
-            messages.append({"role": message.role, "content": message.content,  # type: ignore[typeddict-item]
-                             "id": identifier, "metadata": message.metadata})
+            messages.append({"role": message.role, "content": _storable(message.content),  # type: ignore[typeddict-item]
+                             "id": identifier, "metadata": _fitted(message.metadata)})
         return messages
 
     async def capture(self, io: IO, said: list[Said]) -> None:
@@ -568,7 +609,8 @@ class CapturingStream(_StreamProxy):
         for event in self._stream:
             self._accumulator.feed(event)
             yield event
-        finish(self._accumulator.said())
+        if self._accumulator.complete():
+            finish(self._accumulator.said())
 
     def __iter__(self) -> Iterator[Any]:
         return self._events
@@ -596,7 +638,8 @@ class AsyncCapturingStream(_StreamProxy):
         async for event in self._stream:
             self._accumulator.feed(event)
             yield event
-        await finish(self._accumulator.said())
+        if self._accumulator.complete():
+            await finish(self._accumulator.said())
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._events
@@ -719,16 +762,28 @@ def with_memory(
     memory = Memory(provider=provider, user_id=user_id, session_id=session_id, inject=inject,
                     profile=profile, process=process, recall_limit=recall_limit,
                     threshold=threshold, strict=strict)
+    return _wrapped(client, memory, hub, is_async)
+
+
+def _wrapped(client: C, memory: Memory, hub: MemoryHub | AsyncMemoryHub, is_async: bool) -> C:
+    """``client`` with its model calls going through ``memory``; so are the clients its
+    ``with_options`` and ``copy`` make (a per-call timeout must not switch memory off)."""
     target: Any = client
-    if provider.name == "anthropic":
+
+    def derived(make: Callable[..., Any]) -> Callable[..., Any]:
+        return lambda *args, **kwargs: _wrapped(make(*args, **kwargs), memory, hub, is_async)
+
+    options = {"with_options": derived(target.with_options), "copy": derived(target.copy)}
+    if memory.provider.name == "anthropic":
         messages = target.messages
         create = _create(memory, hub, messages.create, is_async)
         stream = _create(memory, hub, messages.stream, is_async, helper=True)
-        return Wrapped(client, messages=Wrapped(messages, create=create, stream=stream))  # type: ignore[return-value]
+        return Wrapped(client, messages=Wrapped(messages, create=create, stream=stream),  # type: ignore[return-value]
+                       **options)
     completions = target.chat.completions
     create = _create(memory, hub, completions.create, is_async)
     chat = Wrapped(target.chat, completions=Wrapped(completions, create=create))
-    return Wrapped(client, chat=chat)  # type: ignore[return-value]
+    return Wrapped(client, chat=chat, **options)  # type: ignore[return-value]
 
 
 def _create(memory: Memory, hub: MemoryHub | AsyncMemoryHub, original: Callable[..., Any],
