@@ -16,12 +16,17 @@ MAX_FACT_BYTES = 2000
 # A new fact with one of these predicates and another object replaces the old one: a person
 # has one name, one home, one employer, one job, one diet and one birthday at a time.
 SINGLE_VALUED = frozenset({"name", "home", "employer", "job", "diet", "birthday"})
-# A like and a dislike (or a "no longer likes") of the same object contradict each other.
-OPPOSITES = {"likes": ("dislikes", "no_longer_likes"), "dislikes": ("likes",),
-             "no_longer_likes": ("likes",)}
+# A like (or a preference) and a dislike or a "no longer likes" of the same object
+# contradict each other.
+OPPOSITES = {"likes": ("dislikes", "no_longer_likes"), "prefers": ("dislikes", "no_longer_likes"),
+             "dislikes": ("likes", "prefers"), "no_longer_likes": ("likes", "prefers")}
 
 _SPACES = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s.!;,]+$")
+# "Acme" and "Acme Inc." are one employer: a company's legal form is not another object.
+_LEGAL_FORM = re.compile(
+    r"[\s,]+(?:inc|incorporated|ltd|limited|llc|llp|plc|corp|corporation|co|company|gmbh|ag|"
+    r"sa|s\.a|bv|b\.v|nv|n\.v|srl|sas|oy|ab|as|pty|pvt)\.?$")
 
 
 def normalized_text(text: str) -> str:
@@ -30,12 +35,21 @@ def normalized_text(text: str) -> str:
     return _TRAILING.sub("", _SPACES.sub(" ", folded).strip())
 
 
+def same_object(predicate: str, one: str, other: str) -> bool:
+    """Whether two objects of ``predicate`` name the same thing (case, spacing, trailing
+    punctuation, and for an employer its legal form, aside)."""
+    first, second = normalized_text(one), normalized_text(other)
+    if predicate == "employer":
+        first, second = _LEGAL_FORM.sub("", first), _LEGAL_FORM.sub("", second)
+    return first == second
+
+
 def contradicts(*, predicate: str, object_: str, other_predicate: str, other_object: str) -> bool:
     """Whether a fact (``predicate``, ``object_``) makes a fact about the same subject
     with (``other_predicate``, ``other_object``) untrue."""
     if not predicate or not other_predicate:
         return False
-    same_object = normalized_text(object_) == normalized_text(other_object)
+    same = same_object(predicate, object_, other_object)
     if predicate == other_predicate:
-        return predicate in SINGLE_VALUED and not same_object
-    return same_object and other_predicate in OPPOSITES.get(predicate, ())
+        return predicate in SINGLE_VALUED and not same
+    return same and other_predicate in OPPOSITES.get(predicate, ())

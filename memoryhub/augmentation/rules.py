@@ -27,9 +27,16 @@ suppose, maybe, perhaps), statements that do not start with "I" or "my" (so othe
 negation other than the forms above, third-person facts, dates in any normal form (a birthday
 is kept as written), several objects in one clause ("I like tea and coffee" is one like of
 "tea and coffee"), and languages other than English. "I'm a <job>" needs a word that looks
-like a job (``_JOB_WORD``), so "I'm a big fan" is not a job. Sentences are split by
-``sentencex`` (Wikimedia's rule-based segmenter: "St. Petersburg" and "the U.S." stay one
-sentence), then at line breaks and ``;``.
+like a job (``_JOB_WORD``) and is not a family, belief or habit word (``_NOT_A_JOB``), so
+"I'm a big fan" and "I'm a mother" are not jobs. Sentences are split by ``sentencex``
+(Wikimedia's rule-based segmenter: "St. Petersburg" and "the U.S." stay one sentence), then
+at line breaks, ``;`` and before an "I"/"my" that follows ".", "!" or ":" ("OK. I work at").
+
+As people type: "Im" is "I'm"; a name after "my name is" may be in lower case ("ana" is
+stored "Ana"), and so may a one-word name after "call me" ("call me later" is none); a
+hypothetical clause ("and I will visit Paris") drops itself and what follows, not the clause
+before it; an object ends where the clause goes on ("Berlin in 2020", "Lisbon with my wife",
+"Rex and he is cute", a job's "engineer at Google"), while "Trinidad and Tobago" stays whole.
 
 The summary (``extractive_summary``) is extractive, never written anew: the conversation's
 most central sentences (``user`` and ``assistant`` turns; the previous summary's sentences
@@ -45,6 +52,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 import numpy as np
 from sentencex import segment
@@ -58,34 +66,88 @@ SUMMARY_MAX_CHARS = 600
 SUMMARY_ROLES = frozenset({"user", "assistant"})
 
 _BREAKS = re.compile(r"\n+|(?<=;)\s+")
-_CLAUSES = re.compile(r",?\s+(?:and|but|so)\s+(?=(?:i|i'm|i've|my)\b)|,\s+(?=(?:i|i'm|my)\b)",
-                      re.IGNORECASE)
+_CLAUSES = re.compile(
+    r",?\s+(?:and|but|so)\s+(?=(?:i|i'?m|i've|my)\b)|,\s+(?=(?:i|i'?m|my)\b)"
+    # "OK. I work at Acme", "Great news: I moved", "Guess what!!! I moved": sentencex keeps
+    # some of these as one sentence.
+    r"|[.!:]+\s+(?=(?:i|i'?m|i've|my)\b)",
+    re.IGNORECASE)
 _FILLER = re.compile(
     r"^(?:(?:well|so|oh|also|actually|btw|by the way|and|but|yes|yeah|hi|hello|hey|ok|okay|"
-    r"fyi|anyway|now|honestly|just so you know|for the record)[,!:]?\s+)+",
+    r"fyi|anyway|now|honestly|just so you know|for the record|please)[,.!:]?\s+)+",
     re.IGNORECASE,
 )
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|would|could|might|wish|imagine|suppose|supposing|maybe|perhaps|pretend|"
-    r"hypothetically|someday|one day|i'd|wanna|want to|going to|gonna|will)\b",
+    r"hypothetically|someday|one day|i'd|wanna|want to|going to|gonna|(?-i:will))\b",
     re.IGNORECASE,
 )
-_TAIL = re.compile(
+_TAIL_WORDS = (
     r"(?:\s+(?:last|this|next)\s+(?:week|month|year|summer|winter|spring|autumn|fall)"
     r"|\s+(?:recently|now|yesterday|today|already|anymore|any more|too|as well|a lot|"
-    r"so much|very much|really|though|actually))+$",
+    r"so much|very much|really|though|actually|these days|nowadays))"
+)
+_TAIL = re.compile(_TAIL_WORDS + "+$", re.IGNORECASE)
+# Where an object ends and the rest of the clause begins: "Berlin in 2020", "Lisbon with my
+# wife", "Rex and he is very cute", "engineer at Google" (a job). An "and" ends it only
+# before a pronoun: "Trinidad and Tobago" and "Procter and Gamble" stay whole.
+_OBJECT_END = re.compile(
+    r"\s+(?:(?:in|since|from|until)\s+(?:\d{4}|january|february|march|april|may|june|july|"
+    r"august|september|october|november|december)\b|(?:with|because|since|but|for)\s+"
+    r"(?:my|his|her|our|their|the|a|an|\d+|years|months|weeks|ages|a while|i|we|it)\b|"
+    r"and\s+(?:i|he|she|it|they|we|he's|she's|it's|i'm|my|his|her|our)\b|because\b)",
     re.IGNORECASE,
 )
+_JOB_END = re.compile(r"\s+(?:at|for|in|with|on)\s+", re.IGNORECASE)
 _NAME = r"(?P<o>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})"
+# After "my name is" (a strong marker, unlike "call me back"), a name may be typed in lower
+# case: it is stored capitalised.
+_ANY_CASE_NAME = r"(?P<o>[^\W\d_][\w'-]*(?:\s+[^\W\d_][\w'-]*){0,2})"
+_NOT_A_NAME = frozenset({"not", "a", "an", "the", "very", "too", "so", "kind", "hard",
+                         "difficult", "long", "short", "secret", "private", "spelled", "spelt",
+                         "pronounced", "written", "on", "in", "also", "still", "unusual",
+                         "common", "weird", "funny", "boring"})
+_NOT_CALLED = frozenset({
+    "back", "later", "tomorrow", "tonight", "today", "now", "soon", "sometime", "anytime",
+    "again", "asap", "maybe", "crazy", "lazy", "old", "old-fashioned", "whatever", "please",
+    "anything", "first", "after", "before", "when", "if", "then", "sometimes", "never", "ever",
+    "instead", "directly", "daily", "weekly", "here", "there", "too", "also", "naive",
+    "stupid", "silly", "paranoid", "weird", "picky", "biased", "cynical", "skeptical",
+    "sceptical", "selfish", "whenever", "anyway", "tho", "though", "pls", "plz"})
+# Where a name typed in lower case ends: "my name is ana from lisbon", "ana nice to meet you".
+_AFTER_NAME = frozenset({"from", "and", "but", "or", "so", "nice", "by", "here", "there", "btw",
+                         "in", "at", "of", "with", "i", "im", "i'm", "the", "a", "an", "to",
+                         "for", "is", "was", "thanks", "thank", "please", "hi", "hello",
+                         "hey", "now", "too", "lol", "haha", "ok", "okay"})
 _OBJECT = r"(?P<o>.+)"
 _JOB_WORD = re.compile(
     r"(?:er|or|ist|ian|ant|ent|eer|nurse|chef|cook|pilot|student|analyst|architect|"
-    r"scientist|vet|medic|clerk|guide|judge|officer|artisan)$",
+    r"scientist|vet|medic|clerk|guide|judge|officer|artisan|mechanic|barista|surgeon|"
+    r"paramedic|secretary|cashier|coach|model|actress|waitress|poet|diplomat|midwife|nanny|"
+    r"ceo|cto|cfo|coo|entrepreneur|executive|intern|apprentice|attorney|paralegal|notary|"
+    r"cop|detective|sheriff|mason|priest|pastor|rabbi|imam|athlete|sysadmin|homemaker|"
+    r"housewife|dev|scholar|welder|technologist)$",
     re.IGNORECASE,
 )
-_NOT_A_JOB = frozenset({"fan", "lover", "user", "member", "customer", "beginner", "fighter",
-                        "owner", "gamer", "runner", "reader", "player", "other", "winner",
-                        "loser", "believer", "sucker", "morning", "number", "monster"})
+# Words that end like a job and are not one: family, belief, habit, standing.
+_NOT_A_JOB = frozenset({
+    "fan", "lover", "user", "member", "customer", "beginner", "fighter", "owner", "gamer",
+    "runner", "reader", "player", "other", "winner", "loser", "believer", "sucker", "morning",
+    "number", "monster", "mother", "father", "brother", "sister", "daughter", "grandmother",
+    "grandfather", "grandparent", "parent", "stepmother", "stepfather", "godfather",
+    "godmother", "foster", "teenager", "toddler", "resident", "patient", "dependent",
+    "descendant", "immigrant", "migrant", "emigrant", "foreigner", "stranger", "newcomer",
+    "smoker", "drinker", "nonsmoker", "dreamer", "thinker", "worrier", "survivor", "sinner",
+    "follower", "supporter", "subscriber", "introvert", "extrovert", "christian",
+    "libertarian", "vegetarian", "pescatarian", "civilian", "optimist", "pessimist",
+    "perfectionist", "realist", "idealist", "minimalist", "atheist", "procrastinator",
+    "leftie", "lefty", "early", "night", "cancer", "scorpio", "sagittarius", "adult", "senior",
+    "junior", "fresher", "twin", "partner", "person", "human", "character", "ender",
+})
+# A pronoun is no object: "I like it" says nothing without the sentence before.
+_PRONOUNS = frozenset({"it", "that", "this", "them", "those", "these", "him", "her", "you",
+                       "everything", "nothing", "something", "anything", "both", "all",
+                       "it here", "it there", "it a lot", "that one", "this one"})
 _DIETS = ("vegetarian", "vegan", "pescatarian", "pescetarian", "keto", "gluten-free",
           "gluten free", "lactose intolerant", "lactose-intolerant", "halal", "kosher")
 _RELATIONS = ("wife", "husband", "partner", "son", "daughter", "dog", "cat", "boyfriend",
@@ -106,8 +168,11 @@ Rule = Callable[[re.Match[str]], Found | None]
 
 
 def _object(match: re.Match[str]) -> str | None:
-    value = _TAIL.sub("", match.group("o").strip().rstrip(".!,;:")).strip()
-    if not value or len(value) > MAX_OBJECT_CHARS:
+    value = _OBJECT_END.split(match.group("o").strip(), maxsplit=1)[0]
+    # The sentence's own "." goes, an abbreviation's stays: "Acme Inc. now!" -> "Acme Inc."
+    value = _TAIL.sub("", value.rstrip(".!,;:")).strip().rstrip(",;:")
+    if (not value or len(value) > MAX_OBJECT_CHARS or value.lower() in _PRONOUNS
+            or "[redacted" in value):  # the capture policy took the object out
         return None
     return value
 
@@ -131,9 +196,35 @@ def _preference(predicate: str, verb: str | None = None) -> Rule:
     return found
 
 
+def _name(match: re.Match[str]) -> Found | None:
+    """A name after "my name is": its capitalised words ("Ana Silva from Lisbon"), or words
+    typed in lower case up to one that is no name's ("ana from lisbon"), stored capitalised."""
+    words = match.group("o").split()
+    if words[0].lower() in _NOT_A_NAME:
+        return None
+    if words[0][:1].isupper():
+        kept = list(takewhile(lambda word: word[:1].isupper(), words))
+    else:
+        kept = [w[:1].upper() + w[1:]
+                for w in takewhile(lambda word: word.lower() not in _AFTER_NAME, words)]
+    value = " ".join(kept).strip("'-")
+    if not value:
+        return None
+    return Found("profile", f"User's name is {value}", "name", value, 0.9)
+
+
+def _called(match: re.Match[str]) -> Found | None:
+    """"call me bob" (one word, lower case) is a name; "call me later" is not."""
+    if match.group("o").lower() in _NOT_CALLED:
+        return None
+    return _name(match)
+
+
 def _job(match: re.Match[str]) -> Found | None:
     value = _object(match)
-    if value is None or len(value.split()) > 3:
+    if value is not None:
+        value = _JOB_END.split(value, maxsplit=1)[0].strip()  # "a nurse at the city hospital"
+    if not value or len(value.split()) > 3:
         return None
     last = value.split()[-1].lower()
     if not _JOB_WORD.search(last) or last in _NOT_A_JOB:
@@ -152,20 +243,22 @@ def _relation(match: re.Match[str]) -> Found | None:
 
 _I = r"i(?:\s+(?:really|absolutely|also|do|truly|totally|still))?"
 RULES: list[tuple[re.Pattern[str], Rule]] = [
-    (re.compile(r"^(?i:my name is|my name's|call me|i am called|i'm called|i go by)\s+" + _NAME),
-     _profile("name", "User's name is {}")),
-    (re.compile(r"^(?:i live in|i'm living in|i am living in|i (?:just |recently )?moved to|"
+    (re.compile(r"^(?i:my name is|my name's|i am called|i'?m called|i go by)\s+"
+                + _ANY_CASE_NAME, re.IGNORECASE), _name),
+    (re.compile(r"^(?i:call me)\s+" + _NAME), _profile("name", "User's name is {}")),
+    (re.compile(r"^(?i:call me)\s+(?P<o>[^\W\d_][\w'-]*)$"), _called),
+    (re.compile(r"^(?:i live in|i'?m living in|i am living in|i(?:'ve| have) (?:been )?liv(?:ed|ing) in|i (?:just |recently )?moved to|"
                 r"i've (?:just |recently )?moved to|i have moved to|i relocated to)\s+" + _OBJECT,
                 re.IGNORECASE), _profile("home", "User lives in {}")),
-    (re.compile(r"^i (?:work as|am working as|'m working as)\s+(?:an?\s+)?" + _OBJECT,
+    (re.compile(r"^i(?: work as| am working as|'?m working as)\s+(?:an?\s+)?" + _OBJECT,
                 re.IGNORECASE), _job),
-    (re.compile(r"^i (?:work|am working|'m working)\s+(?:at|for)\s+" + _OBJECT, re.IGNORECASE),
+    (re.compile(r"^i(?: work| am working|'?m working)\s+(?:at|for)\s+" + _OBJECT, re.IGNORECASE),
      _profile("employer", "User works at {}")),
-    (re.compile(r"^i(?:'m| am) allergic to\s+" + _OBJECT, re.IGNORECASE),
+    (re.compile(r"^i(?:'?m| am) allergic to\s+" + _OBJECT, re.IGNORECASE),
      _profile("allergic_to", "User is allergic to {}")),
-    (re.compile(r"^i(?:'m| am)\s+(?:an?\s+)?(?:strict\s+)?(?P<o>" + "|".join(_DIETS) + r")$",
-                re.IGNORECASE), _profile("diet", "User is {}")),
-    (re.compile(r"^i(?:'m| am)\s+an?\s+" + _OBJECT, re.IGNORECASE), _job),
+    (re.compile(r"^i(?:'?m| am)\s+(?:an?\s+)?(?:strict\s+)?(?P<o>" + "|".join(_DIETS) + r")"
+                + _TAIL_WORDS + "*$", re.IGNORECASE), _profile("diet", "User is {}")),
+    (re.compile(r"^i(?:'?m| am)\s+an?\s+" + _OBJECT, re.IGNORECASE), _job),
     (re.compile(r"^i no longer (?:like|love|enjoy)\s+" + _OBJECT, re.IGNORECASE),
      _preference("no_longer_likes", "no longer likes")),
     (re.compile(r"^i (?:don't|do not|dont) (?:like|love|enjoy)\s+(?P<o>.+?)\s+any\s?more$",
@@ -199,11 +292,15 @@ def clauses(text: str) -> Iterator[str]:
     """The statements of a message: sentences, then clauses that start with I or my;
     questions and hypotheticals left out."""
     for sentence in sentences(text):
-        if not sentence or sentence.endswith("?") or _HYPOTHETICAL.search(sentence):
+        if not sentence or sentence.endswith("?"):
             continue
+        hypothetical = False
         for clause in _CLAUSES.split(sentence):
+            # A hypothetical clause makes the ones after it hypothetical too ("If I move to
+            # Paris, I live ..."), not the ones before ("I live in Lisbon and I will ...").
+            hypothetical = hypothetical or bool(_HYPOTHETICAL.search(clause))
             clause = _FILLER.sub("", clause.strip()).strip().rstrip(".!;")
-            if clause:
+            if clause and not hypothetical:
                 yield clause.replace("\u2019", "'")
 
 

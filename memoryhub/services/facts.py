@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from memoryhub.augmentation.base import Candidate, candidate_key
 from memoryhub.errors import FactTooLarge, NotText, VersionMismatch
-from memoryhub.facts import MAX_FACT_BYTES, OPPOSITES, contradicts, normalized_text
+from memoryhub.facts import MAX_FACT_BYTES, OPPOSITES, contradicts, normalized_text, same_object
 from memoryhub.models import Actor, EndUser, Fact, FactEvent, FactSourceKey, FactVersion, Message
 from memoryhub.selectors.documents import memory_disabled_reason
 from memoryhub.services.documents import credential_check, memory_disabled_error, text_check
@@ -212,7 +212,7 @@ def _same(fact: Fact, candidate: Candidate, normalized: str) -> bool:
     return bool(candidate.predicate) and (
         fact.type == candidate.type and fact.subject == candidate.subject
         and fact.predicate == candidate.predicate
-        and normalized_text(fact.object) == normalized_text(candidate.object)
+        and same_object(fact.predicate, fact.object, candidate.object)
     )
 
 

@@ -15,8 +15,8 @@ from django.db import connection
 from django.utils import timezone
 
 from memoryhub.models import MemoryDocument, Passage
+from memoryhub.store._locks import people_of_rows_held
 from memoryhub.store._tenancy import tenant_id, tenant_is
-from memoryhub.store.end_users import people_of_rows_held
 
 # The full-text configuration of Passage.search; recall's queries must use the same one.
 SEARCH_CONFIG = "simple"

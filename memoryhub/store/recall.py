@@ -87,10 +87,10 @@ from django.db.backends.utils import CursorWrapper
 
 from memoryhub.infra.db import HalfVec, connection_as_request
 from memoryhub.models import Fact, MemoryDocument, Message, Passage
+from memoryhub.store._locks import people_of_rows_held
 from memoryhub.store._rows import compact_sql
 from memoryhub.store._tenancy import tenant_id, tenant_is
 from memoryhub.store._trigrams import probes_in_slots, trigram_probes
-from memoryhub.store.end_users import people_of_rows_held
 from memoryhub.store.passages import SEARCH_CONFIG
 from tenants.context import tenant_context
 

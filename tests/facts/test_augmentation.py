@@ -70,6 +70,34 @@ def learnt(kit, *texts: str) -> list[tuple[str, str, str, str]]:
     ("My birthday is May 3rd.", ("profile", "birthday", "May 3rd", "User's birthday is May 3rd")),
     ("I was born on 3 May 1990", ("profile", "birthday", "3 May 1990",
                                   "User's birthday is 3 May 1990")),
+    # As people type: lower case, no apostrophe, openers, the rest of the clause after it.
+    ("my name is ana", ("profile", "name", "Ana", "User's name is Ana")),
+    ("call me bob", ("profile", "name", "Bob", "User's name is Bob")),
+    ("My name is Will.", ("profile", "name", "Will", "User's name is Will")),
+    ("My name is Ana Silva from Lisbon", ("profile", "name", "Ana Silva",
+                                          "User's name is Ana Silva")),
+    ("Please call me Bob, everyone does.", ("profile", "name", "Bob", "User's name is Bob")),
+    ("Im a teacher", ("profile", "job", "teacher", "User works as a teacher")),
+    ("Btw im vegan", ("profile", "diet", "vegan", "User is vegan")),
+    ("I'm vegetarian now.", ("profile", "diet", "vegetarian", "User is vegetarian")),
+    ("Im allergic to shellfish", ("profile", "allergic_to", "shellfish",
+                                  "User is allergic to shellfish")),
+    ("I'm a mechanic.", ("profile", "job", "mechanic", "User works as a mechanic")),
+    ("I'm an engineer at Google.", ("profile", "job", "engineer", "User works as an engineer")),
+    ("I work as a nurse at St. Mary's hospital.", ("profile", "job", "nurse",
+                                                   "User works as a nurse")),
+    ("OK. I work at Acme.", ("profile", "employer", "Acme", "User works at Acme")),
+    ("Guess what!!! I moved to Madrid!!!", ("profile", "home", "Madrid", "User lives in Madrid")),
+    ("I moved to Berlin in 2020.", ("profile", "home", "Berlin", "User lives in Berlin")),
+    ("I live in Lisbon with my wife.", ("profile", "home", "Lisbon", "User lives in Lisbon")),
+    ("I've been living in Lisbon for years", ("profile", "home", "Lisbon",
+                                              "User lives in Lisbon")),
+    ("I live in Trinidad and Tobago", ("profile", "home", "Trinidad and Tobago",
+                                       "User lives in Trinidad and Tobago")),
+    ("I live in Lisbon and I will visit Paris tomorrow.", ("profile", "home", "Lisbon",
+                                                            "User lives in Lisbon")),
+    ("My dog is called Rex and he is very cute.", ("triple", "dog", "Rex",
+                                                   "User's dog is called Rex")),
 ])
 def test_each_statement_kind_becomes_a_fact_about_the_user(acme, text, expected) -> None:
     assert learnt(acme, text) == [expected]
@@ -90,6 +118,12 @@ def test_each_statement_kind_becomes_a_fact_about_the_user(acme, text, expected)
     "I'm a big fan of football.",
     "my dog is sick",
     "Hello there!",
+    "I'm a mother.",
+    "I'm a christian",
+    "I like it.",
+    "call me later",
+    "my name is not important",
+    "If I move to Paris, I will live near the Seine.",
 ])
 def test_questions_hypotheticals_and_other_peoples_statements_are_not_facts(acme, text) -> None:
     assert learnt(acme, text) == []
@@ -143,6 +177,20 @@ def test_a_contradiction_invalidates_the_old_fact_never_deletes_it(acme) -> None
     feed = acme.client.get("/api/v1/events", {"limit": 100}).json()["events"]
     assert [(e["data"]["change"], e["actor"]) for e in feed if e["type"] == "fact.changed"] == [
         ("created", "augmentation"), ("created", "augmentation"), ("invalidated", "augmentation")]
+
+
+def test_no_longer_liking_invalidates_a_preference_too(acme) -> None:
+    augment(acme, capture(acme, "I prefer jazz.", at="2026-11-01T10:00:00Z"))
+    augment(acme, capture(acme, "I no longer like jazz.", at="2026-11-03T10:00:00Z"))
+    prefers = next(f for f in facts(acme, include_invalid=True) if f["predicate"] == "prefers")
+    assert prefers["invalid_at"] == "2026-11-03T10:00:00Z"
+
+
+def test_a_company_with_its_legal_form_is_the_same_employer(acme) -> None:
+    augment(acme, capture(acme, "I work at Acme.", at="2026-09-01T10:00:00Z"))
+    augment(acme, capture(acme, "I work at Acme Inc.", at="2026-09-02T10:00:00Z"))
+    assert [(f["content"], f["invalid_at"]) for f in facts(acme, include_invalid=True)] == [
+        ("User works at Acme", None)]
 
 
 def test_no_longer_liking_invalidates_the_like(acme) -> None:
