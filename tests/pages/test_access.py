@@ -61,7 +61,7 @@ PERSON_ACTIONS = [
 ]
 # The entry points, which take a secret rather than a session: (route, method).
 ENTRY_ROUTES = [("web:home", "GET"), ("web:portal_redeem", "GET"), ("web:portal_leave", "POST"),
-                ("web:invitation", "GET")]
+                ("web:portal_ended", "GET"), ("web:invitation", "GET")]
 ROW_ARGUMENT = {MemoryDocument: "document_id", Conversation: "conversation_id", Fact: "fact_id"}
 
 

@@ -17,6 +17,7 @@ from django.forms import Form
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from memoryhub.services.people import end_user_account_link, portal_link_redeem
@@ -99,6 +100,20 @@ def portal_redeem(request: HtmxHttpRequest, token: str) -> HttpResponse:
 def portal_leave(request: HtmxHttpRequest) -> HttpResponse:
     portal_grant_end(request)
     return render(request, "web/portal_left.html")
+
+
+@portal_entry
+@require_GET
+def portal_ended(request: HtmxHttpRequest) -> HttpResponse:
+    """Where an action on a memory page whose session ended lands (``person_page``): the
+    portal session expired, or the account signed out. The page says so and offers both ways
+    back, since it cannot tell which it was."""
+    back = request.GET.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        back = ""
+    login_url = reverse("account_login") + (f"?{urlencode({'next': back})}" if back else "")
+    return render(request, "web/portal_ended.html", {"login_url": login_url})
 
 
 @require_GET
