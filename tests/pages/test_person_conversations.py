@@ -311,3 +311,13 @@ def test_conversations_fit_a_phone(pages, api) -> None:
     expect(_conversation(page, opened).locator(".turn-text")).to_have_count(3)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scrolling
     shot(page, "person-conversations-phone")
+
+
+def test_a_start_past_the_end_shows_the_last_page(alice, acme) -> None:
+    end_user, client, _ = alice
+    long = capture_over_http(acme.client, "alice", "long",
+                             messages(*(f"line {i}" for i in range(1, 61)), minutes=400))
+    url = person_url(end_user, "web:conversation_open", conversation_id=long)
+    html = client.get(f"{url}?start=999999").content.decode()
+    assert "Messages 11–60 of 60" in html and "line 60" in html and "Earlier messages" in html
+    assert "Later messages" not in html
