@@ -222,3 +222,12 @@ def test_a_save_on_a_document_deleted_elsewhere_says_so_and_drops_it(alice, acme
     assert f'id="doc-{doc.pk}"' not in html and "/notes/diet.md" in html
     assert client.get(url, **HTMX)["HX-Retarget"] == "#memory-list"  # opening the edit too
 
+
+
+def test_deleting_a_session_with_nothing_stored_says_so(alice, acme_team) -> None:
+    end_user, client = alice
+    url = person_url(end_user, "web:session_delete")
+    response = client.post(url, {"session_id": "s-none"}, **HTMX)
+    assert "Nothing was stored for session s-none." in response.content.decode()
+    response = client.post(url, {"session_id": "s-1"}, **HTMX)
+    assert "Deleted the memory of session s-1 (1 document)." in response.content.decode()

@@ -301,8 +301,11 @@ def session_delete(request: HtmxHttpRequest, access: PersonAccess) -> HttpRespon
     session_id = form.cleaned_data["session_id"]
     count = session_forget(tenant=access.tenant, user_id=access.end_user.user_id,
                            session_id=session_id, actor=Actor.USER)
+    if count == 0:  # deleted meanwhile, or a session id the page never showed
+        return _list_changed(request, access, f"Nothing was stored for session {session_id}.")
     return _list_changed(
-        request, access, f"Deleted the memory of session {session_id} ({count} documents)."
+        request, access,
+        f"Deleted the memory of session {session_id} ({count} document{'s' if count > 1 else ''}).",
     )
 
 
