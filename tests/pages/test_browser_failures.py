@@ -4,6 +4,8 @@ server error, no network) is a message in the page's notice line, never nothing 
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
 from playwright.sync_api import expect
 
@@ -81,3 +83,14 @@ def test_no_network_says_so(alice_page, pages, acme) -> None:
     page.route(f"**{_edit_path(acme)}", lambda route: route.abort())
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#notice")).to_contain_text("The server could not be reached")
+
+
+def test_a_refused_switch_leaves_the_card_and_says_why(alice_page, pages, acme) -> None:
+    page = alice_page
+    switch = page.locator("#memory-switch")
+    pages.expect_failed_load(422, urlsplit(switch.locator("form").get_attribute("action")).path)
+    switch.locator("input[name=enabled]").evaluate("input => { input.value = 'maybe'; }")
+    page.get_by_role("button", name="Turn memory off").click()
+    expect(page.locator("#notice")).to_contain_text("Choose on or off")
+    expect(switch.get_by_role("heading")).to_have_text("Memory is on")
+    expect(page.get_by_role("button", name="Turn memory off")).to_be_visible()

@@ -180,6 +180,20 @@ def test_the_person_switches_memory_off_and_on(alice, acme_team) -> None:
         assert EndUser.objects.get(pk=end_user.pk).memory_enabled is True
 
 
+def test_a_switch_value_that_is_neither_on_nor_off_leaves_the_card(alice, acme_team) -> None:
+    end_user, client = alice
+    url = person_url(end_user, "web:memory_switch")
+    response = client.post(url, {"enabled": "maybe"}, **HTMX)
+    assert (response.status_code, response["HX-Reswap"]) == (422, "none")
+    html = response.content.decode()
+    assert 'id="memory-switch"' not in html
+    assert 'id="notice" class="notice is-error"' in html and "Choose on or off" in html
+    plain = client.post(url, {"enabled": "maybe"}, follow=True).content.decode()
+    assert "Choose on or off" in plain and "Memory is on" in plain
+    with tenant_context(acme_team.tenant.pk):
+        assert EndUser.objects.get(pk=end_user.pk).memory_enabled is True
+
+
 def test_download_everything_as_json(alice, acme_team) -> None:
     end_user, client = alice
     response = client.get(person_url(end_user, "web:export"))

@@ -196,6 +196,18 @@ def _list_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
     return redirect(f"{_person_url(access)}{SECTION_ANCHORS[section]}")
 
 
+def _refused(request: HtmxHttpRequest, access: PersonAccess, notice: str) -> HttpResponse:
+    """A request the page refuses as it is: the notice alone for htmx (what it targeted
+    stays as it was: ``HX-Reswap: none``, the notice swapping out of band), else back to the
+    page with the message."""
+    if is_partial_request(request):
+        context = _context(access, notice=notice, notice_error=True)
+        return reswap(render_page(request, TEMPLATE, context, partials=["notice"], status=422),
+                      "none")
+    messages.error(request, notice)
+    return redirect(_person_url(access))
+
+
 @person_page
 @require_GET
 def page(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
@@ -380,7 +392,7 @@ def conversation_delete_view(
 def memory_switch(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
     form = MemorySwitchForm(request.POST)
     if not form.is_valid():
-        return HttpResponse("Choose on or off.", status=422)
+        return _refused(request, access, "Choose on or off: nothing was changed.")
     enabled = form.cleaned_data["enabled"]
     end_user = end_user_memory_set(tenant=access.tenant, user_id=access.end_user.user_id,
                                    enabled=enabled)
