@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from memoryhub.models import EndUser, Profile
 from memoryhub.services.events import pressure_event
 from tenants.context import tenant_context
-from tenants.models import AuditEntry, Membership, Role
+from tenants.models import AuditEntry, Invitation, Membership, Role
 from tests.pages.conftest import signed_in, write
 
 SETTINGS = {
@@ -208,6 +208,23 @@ def test_invite_sends_a_link_and_records_it(acme, acme_team) -> None:
     assert _audit(acme.tenant, "member.invited")[0].data == {"role": "admin"}
     # An admin cannot invite an owner.
     assert client.post("/t/acme/members", {"email": "o@x.test", "role": "owner"}).status_code == 422
+
+
+def test_inviting_a_member_or_a_pending_email_is_refused(acme, acme_team) -> None:
+    client = signed_in(acme_team.admin)
+    for email, refusal in (("Member@Acme.test", "member@acme.test is already a member"),
+                           ("admin@acme.test", "admin@acme.test is already a member")):
+        response = client.post("/t/acme/members", {"email": email, "role": "member"})
+        assert response.status_code == 422
+        assert refusal in response.content.decode()
+    assert client.post("/t/acme/members", {"email": "new@x.test", "role": "member"}
+                       ).status_code == 200
+    again = client.post("/t/acme/members", {"email": "NEW@x.test", "role": "admin"})
+    assert again.status_code == 422
+    assert "An invitation to new@x.test is already pending" in again.content.decode()
+    assert len(mail.outbox) == 1
+    with tenant_context(acme.tenant.pk):
+        assert Invitation.objects.count() == 1
 
 
 def test_end_users_show_counts_not_content_and_can_be_forgotten(acme, globex, acme_team) -> None:

@@ -232,8 +232,12 @@ def members(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
     if role == "owner" and not access.is_owner:
         form.add_error("role", "Only an owner can invite an owner.")
         return _members_page(request, access, form=form, status=422)
-    created = invitation_create(tenant=access.tenant, email=email, role=role,
-                                actor=actor_label(request))
+    try:
+        created = invitation_create(tenant=access.tenant, email=email, role=role,
+                                    actor=actor_label(request))
+    except MembershipRuleError as refusal:
+        form.add_error("email", str(refusal))
+        return _members_page(request, access, form=form, status=422)
     link = request.build_absolute_uri(reverse("web:invitation", kwargs={"token": created.token}))
     send_mail(
         subject=f"You are invited to {access.tenant.name} on MemoryHub",
