@@ -94,3 +94,4 @@ def test_a_refused_switch_leaves_the_card_and_says_why(alice_page, pages, acme) 
     expect(page.locator("#notice")).to_contain_text("Choose on or off")
     expect(switch.get_by_role("heading")).to_have_text("Memory is on")
     expect(page.get_by_role("button", name="Turn memory off")).to_be_visible()
+
