@@ -62,8 +62,9 @@ PERSON_ACTIONS = [
     ("web:fact_delete", "POST", Fact, {}),
 ]
 # The entry points, which take a secret rather than a session: (route, method).
-ENTRY_ROUTES = [("web:home", "GET"), ("web:portal_redeem", "GET"), ("web:portal_leave", "POST"),
-                ("web:portal_ended", "GET"), ("web:invitation", "GET")]
+ENTRY_ROUTES = [("web:home", "GET"), ("web:portal_redeem", "GET"), ("web:portal_redeem", "POST"),
+                ("web:portal_leave", "POST"), ("web:portal_ended", "GET"),
+                ("web:invitation", "GET")]
 ROW_ARGUMENT = {MemoryDocument: "document_id", Conversation: "conversation_id", Fact: "fact_id"}
 
 

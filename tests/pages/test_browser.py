@@ -59,8 +59,9 @@ def test_sign_in_and_edit_what_the_agent_wrote(pages, api, acme_team, live_serve
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Welcome")).to_be_visible()
-    # The app hands the signed-in person a portal link: it links alice to the account.
+    # The app hands the signed-in person a portal link: asked, they link alice to the account.
     page.goto(api.portal_link("alice"))
+    page.get_by_role("button", name="Link this memory to your account member@acme.test").click()
     expect(page.get_by_text("linked to your account")).to_be_visible()
     _open(page, "/notes/diet.md")
     expect(page.locator("pre.content")).to_have_text("Vegetarian.\n")
