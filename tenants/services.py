@@ -241,9 +241,21 @@ class CreatedInvitation:
 
 
 def invitation_create(*, tenant: Tenant, email: str, role: str, actor: str) -> CreatedInvitation:
+    """Invite an email address; refused (MembershipRuleError) for a member already, the
+    inviter included, and while an invitation to it is pending, so none piles up: the
+    pending one is cancelled first to send another."""
+    email = email.strip().lower()
+    if Membership.objects.filter(user__email__iexact=email).exists():
+        raise MembershipRuleError(f"{email} is already a member of {tenant.name}.")
+    pending = Invitation.objects.filter(email=email, accepted_at=None, revoked_at=None,
+                                        expires_at__gt=timezone.now())
+    if pending.exists():
+        raise MembershipRuleError(
+            f"An invitation to {email} is already pending. To send a new link, cancel that "
+            "invitation below first.")
     secret = secrets.token_urlsafe(32)
     invitation = Invitation.objects.create(
-        tenant=tenant, email=email.strip().lower(), role=role,
+        tenant=tenant, email=email, role=role,
         token_hash=hash_secret(secret), invited_by=actor,
         expires_at=timezone.now() + timedelta(days=INVITATION_DAYS),
     )

@@ -86,6 +86,17 @@ class RequestIdLogFilter(logging.Filter):
         return True
 
 
+class ExpectedRefusalLogFilter(logging.Filter):
+    """On ``django.request``: a 4xx answer to an exception a view raised on purpose
+    (PermissionDenied for a plain member on an admin page, Http404) is logged as the one
+    warning line, without the traceback Django attaches; a 5xx keeps it (a bug to read)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "status_code", 500) < 500:
+            record.exc_info = record.exc_text = None
+        return True
+
+
 def route_of(request: HttpRequest) -> str:
     match = getattr(request, "resolver_match", None)
     if match is None:

@@ -230,7 +230,11 @@ def conversations_with_messages(
 
 
 def conversation_run(*, conversation: Conversation, first_seq: int, limit: int) -> ConversationRun:
-    """Up to ``limit`` of the conversation's messages from seq ``first_seq`` on."""
+    """Up to ``limit`` of the conversation's messages from seq ``first_seq`` on; a
+    ``first_seq`` past the last message gives the last ``limit`` messages (an old link, a
+    hand-typed number), never an empty run numbered past the end."""
+    if first_seq > conversation.message_count:
+        first_seq = max(1, conversation.message_count - limit + 1)
     messages = Message.objects.defer(*RECALL_COLUMNS).filter(
         conversation=conversation, seq__gte=first_seq, seq__lt=first_seq + limit
     ).order_by("seq")

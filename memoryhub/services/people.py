@@ -121,8 +121,8 @@ def session_forget(*, tenant: Tenant, user_id: str, session_id: str, actor: str)
 
 
 def end_user_account_link(*, end_user: EndUser, user: User) -> EndUser:
-    """Link the person to the signed-in account that redeemed their portal link, so they come
-    back with their password. A link to another account is replaced: the one-time link
+    """Link the person to the signed-in account that redeemed their portal link and chose to
+    link it (never silently: memoryhub/web/portal.py), so they come back with their password. A link to another account is replaced: the one-time link
     proves the holder is this person now. Runs in the person's tenant context."""
     if end_user.account_id != user.pk:
         end_user.account = user

@@ -22,6 +22,9 @@ from typing import Any
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
+from django.urls import reverse
+from django.utils.http import urlencode
+from django_htmx.http import HttpResponseClientRedirect
 
 from memoryhub.models import EndUser
 from memoryhub.web.http import HtmxHttpRequest
@@ -66,6 +69,22 @@ def tenant_access(*, user_id: int, slug: str) -> TenantAccess | None:
 TenantView = Callable[..., HttpResponse]
 
 
+def _signed_out(request: HtmxHttpRequest, *, ended_page: str | None = None) -> HttpResponse:
+    """The answer to a request without a session: the sign-in page (then back here).
+
+    htmx follows a 302 itself and would swap the whole sign-in page into the fragment it
+    targets (a document's Save, losing the typed text), so an htmx request gets
+    ``HX-Redirect`` instead: the browser leaves the page, back to the page the person was on
+    once signed in. ``ended_page`` replaces the sign-in page for an htmx request (a person's
+    page says the link's session ended: there may be no account to sign in to)."""
+    if not request.htmx:
+        return redirect_to_login(request.get_full_path())
+    back = request.htmx.current_url_abs_path or request.get_full_path()
+    if ended_page is None:
+        ended_page = reverse("account_login")
+    return HttpResponseClientRedirect(f"{ended_page}?{urlencode({'next': back})}")
+
+
 def tenant_page(*, admin: bool = True) -> Callable[[TenantView], TenantView]:
     """Decorate ``view(request, access, **kwargs)`` served at ``/t/<slug>/...``."""
 
@@ -73,7 +92,7 @@ def tenant_page(*, admin: bool = True) -> Callable[[TenantView], TenantView]:
         @wraps(view)
         def wrapper(request: HtmxHttpRequest, slug: str, **kwargs: Any) -> HttpResponse:
             if not request.user.is_authenticated:
-                return redirect_to_login(request.get_full_path())
+                return _signed_out(request)
             access = tenant_access(user_id=request.user.pk, slug=slug)
             if access is None:
                 raise Http404("No such tenant")
@@ -103,7 +122,7 @@ def person_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse
     ) -> HttpResponse:
         by_portal = portal_grant(request) == PortalGrant(tenant_id, end_user_id)
         if not by_portal and not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
+            return _signed_out(request, ended_page=reverse("web:portal_ended"))
         with tenant_context(tenant_id):
             end_user = EndUser.objects.filter(pk=end_user_id).first()
             linked = (

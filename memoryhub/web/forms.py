@@ -69,6 +69,14 @@ class MemorySwitchForm(forms.Form):
     )
 
 
+class PortalChoiceForm(forms.Form):
+    """A signed-in account's answer to a portal link: link the person for good, or open
+    their page this time only."""
+
+    LINK, ONCE = "link", "once"
+    choice = forms.ChoiceField(choices=[(LINK, LINK), (ONCE, ONCE)])
+
+
 class ConversationPlaceForm(forms.Form):
     """Where the person is among their conversations: the page of the list (a delete brings
     that page back) and, in an opened conversation, the seq of the first message shown."""

@@ -54,6 +54,7 @@ urlpatterns = [
     path("", entry.home, name="home"),
     path("portal/<str:token>", entry.portal_redeem, name="portal_redeem"),
     path("portal-leave", entry.portal_leave, name="portal_leave"),
+    path("portal-ended", entry.portal_ended, name="portal_ended"),
     path("invite/<str:token>", entry.invitation, name="invitation"),
     path("memory/<id:tenant_id>/<id:end_user_id>/", include(person_urls)),
     path("t/<slug:slug>/", include(tenant_urls)),

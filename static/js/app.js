@@ -27,3 +27,42 @@ function selectText(element) {
   selection.removeAllRanges();
   selection.addRange(range);
 }
+
+// A failed htmx request says so in the page's notice line (#notice; added at the top of the
+// page where it has none): htmx swaps nothing for an error status (the htmx-config meta in
+// base.html), so without this a click would seem to do nothing. The views answer what they
+// expect themselves (a form's error, a row deleted elsewhere); this is for the rest.
+var FAILURES = {
+  403: "Your page is out of date: reload it, then try again.",
+  404: "This is no longer here: reload the page to see what is.",
+  413: "That is too large to send.",
+  429: "Too many requests: wait a minute, then try again."
+};
+
+function failureText(status) {
+  if (FAILURES[status]) return FAILURES[status];
+  if (status >= 500) return "Something went wrong on our side (HTTP " + status + "). Try again in a moment.";
+  return "That did not work (HTTP " + status + "). Reload the page, then try again.";
+}
+
+function showFailure(text) {
+  var notice = document.getElementById("notice");
+  if (!notice) {
+    notice = document.createElement("div");
+    notice.id = "notice";
+    var main = document.getElementById("main");
+    main.insertBefore(notice, main.firstChild);
+  }
+  notice.className = "notice is-error";
+  notice.setAttribute("role", "alert");
+  var line = document.createElement("p");
+  line.textContent = text;
+  notice.replaceChildren(line);
+}
+
+document.addEventListener("htmx:responseError", function (event) {
+  showFailure(failureText(event.detail.xhr.status));
+});
+document.addEventListener("htmx:sendError", function () {
+  showFailure("The server could not be reached: check your connection, then try again.");
+});

@@ -44,12 +44,15 @@ def browser() -> Iterator[Any]:
 
 # How Chromium logs a page or resource that answered an HTTP error.
 FAILED_LOAD = re.compile(r"Failed to load resource: the server responded with a status of (\d{3})")
+# How htmx logs the same failed load when an htmx request made it (its responseError event).
+HTMX_FAILED_LOAD = re.compile(r"Response Status Error Code (\d{3}) from ([^?,]+)")
 
 
 class Pages:
     """Opens pages in fresh browser contexts and fails the test on any console error
     (a Content-Security-Policy violation shows up there), except the failed loads the test
-    said it would cause (``expect_failed_load``), each exactly as often as it said."""
+    said it would cause (``expect_failed_load``), each exactly as often as it said, and the
+    other console errors it said it would cause (``expect_console_error``)."""
 
     def __init__(self, browser: Any, base_url: str) -> None:
         self.browser = browser
@@ -58,19 +61,31 @@ class Pages:
         self.errors: list[str] = []
         self.failed_loads: Counter[tuple[int, str]] = Counter()
         self.expected_loads: Counter[tuple[int, str]] = Counter()
+        self.expected_errors: Counter[str] = Counter()
 
     def expect_failed_load(self, status: int, path: str, times: int = 1) -> None:
         """The test opens ``path`` (a URL path, no query) and checks that it answers ``status``:
         the browser logs such a load as a console error, which is then not a failure."""
         self.expected_loads[(status, path)] += times
 
+    def expect_console_error(self, text: str) -> None:
+        """The test causes a console error starting with ``text`` (a request that fails
+        without an HTTP status, say), once."""
+        self.expected_errors[text] += 1
+
     def _console(self, message: Any) -> None:
         if message.type != "error":
             return
         failed = FAILED_LOAD.match(message.text)
+        by_htmx = HTMX_FAILED_LOAD.match(message.text)
         if failed:
             path = urlsplit(message.location.get("url", "")).path
             self.failed_loads[(int(failed.group(1)), path)] += 1
+        elif by_htmx and (int(by_htmx.group(1)), by_htmx.group(2)) in self.expected_loads:
+            pass  # the announced failed load, as htmx reports it too
+        elif expected := next((t for t in self.expected_errors.elements()
+                               if message.text.startswith(t)), None):
+            self.expected_errors[expected] -= 1
         else:
             self.errors.append(message.text)
 
@@ -79,6 +94,8 @@ class Pages:
         extra = self.failed_loads - self.expected_loads
         missing = self.expected_loads - self.failed_loads
         return [*self.errors,
+                *(f"expected a console error {text!r}, which did not happen"
+                  for text in self.expected_errors.elements()),
                 *(f"unexpected HTTP {status} loading {path} (expect_failed_load({status}, "
                   f"{path!r}) if the test means it)" for status, path in extra.elements()),
                 *(f"expected HTTP {status} loading {path}, which did not happen"

@@ -7,6 +7,8 @@ account, and a portal session reaches nothing else.
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -60,7 +62,8 @@ PERSON_ACTIONS = [
     ("web:fact_delete", "POST", Fact, {}),
 ]
 # The entry points, which take a secret rather than a session: (route, method).
-ENTRY_ROUTES = [("web:home", "GET"), ("web:portal_redeem", "GET"), ("web:portal_leave", "POST"),
+ENTRY_ROUTES = [("web:home", "GET"), ("web:portal_redeem", "GET"), ("web:portal_redeem", "POST"),
+                ("web:portal_leave", "POST"), ("web:portal_ended", "GET"),
                 ("web:invitation", "GET")]
 ROW_ARGUMENT = {MemoryDocument: "document_id", Conversation: "conversation_id", Fact: "fact_id"}
 
@@ -87,6 +90,17 @@ def test_a_plain_member_gets_403_on_its_own_tenants_admin_pages(acme_team, globe
     with tenant_context(acme_team.tenant.pk):
         acme_team.tenant.refresh_from_db()
     assert acme_team.tenant.memory_enabled is True
+
+
+def test_an_expected_403_is_one_warning_without_a_traceback(acme_team, caplog) -> None:
+    """A plain member on an admin page: one line, not a traceback, and written once (by the
+    root's handler: the "django" logger keeps no handler of its own)."""
+    with caplog.at_level(logging.INFO, logger="django.request"):
+        assert signed_in(acme_team.member).get("/t/acme/settings").status_code == 403
+    [record] = [r for r in caplog.records if r.name == "django.request"]
+    assert (record.levelname, record.exc_info, record.exc_text) == ("WARNING", None, None)
+    assert logging.getLogger("django").handlers == []
+    assert logging.getLogger("django.request").handlers == []
 
 
 def test_another_tenants_pages_and_actions_are_404(acme_team, globex_team) -> None:

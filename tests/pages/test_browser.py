@@ -59,8 +59,9 @@ def test_sign_in_and_edit_what_the_agent_wrote(pages, api, acme_team, live_serve
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Welcome")).to_be_visible()
-    # The app hands the signed-in person a portal link: it links alice to the account.
+    # The app hands the signed-in person a portal link: asked, they link alice to the account.
     page.goto(api.portal_link("alice"))
+    page.get_by_role("button", name="Link this memory to your account member@acme.test").click()
     expect(page.get_by_text("linked to your account")).to_be_visible()
     _open(page, "/notes/diet.md")
     expect(page.locator("pre.content")).to_have_text("Vegetarian.\n")
@@ -247,3 +248,31 @@ def test_members_page_and_another_tenants_pages_are_404(pages, acme_team, globex
         response = page.goto(url)
         assert response.status == 404
         expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+
+
+def _overflow(page) -> int:
+    """How far the page is wider than the window (0: nothing sticks out sideways)."""
+    return page.evaluate("document.documentElement.scrollWidth"
+                         " - document.documentElement.clientWidth")
+
+
+@pytest.mark.parametrize("phone", [False, True], ids=["desktop", "phone"])
+def test_long_unbroken_text_wraps_instead_of_widening_the_page(pages, api, acme_team,
+                                                               phone) -> None:
+    user_id = "u" * 128
+    api.tool(user_id, command="create", path="/memories/n.md", file_text="x\n",
+             description="D" * 200)
+    fact = api.http.post(f"/users/{user_id}/facts", json={"content": "F" * 1900})
+    assert fact.status_code == 201, fact.text
+    page = pages.new(phone=phone)
+    page.goto(api.portal_link(user_id))
+    expect(page.locator(".fact-content")).to_be_visible()
+    assert _overflow(page) == 0
+    page.get_by_role("link", name="Edit").last.click()  # the fact's
+    page.get_by_role("button", name="Save").click()  # its notice repeats the fact
+    expect(page.locator("#notice")).to_contain_text("Saved: FFF")
+    assert _overflow(page) == 0
+    admin = pages.new(user=acme_team.admin, phone=phone)  # the dashboard lists the user id
+    admin.goto("/t/acme/people")
+    expect(admin.get_by_text(user_id).first).to_be_visible()
+    assert _overflow(admin) == 0

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from memoryhub.models import EndUser, Profile
 from memoryhub.services.events import pressure_event
 from tenants.context import tenant_context
-from tenants.models import AuditEntry, Membership, Role
+from tenants.models import AuditEntry, Invitation, Membership, Role
 from tests.pages.conftest import signed_in, write
 
 SETTINGS = {
@@ -86,6 +86,22 @@ def test_memory_off_for_the_tenant(acme, acme_team) -> None:
     assert _audit(acme.tenant, "tenant.settings_changed")[0].data == {"memory_enabled": [True, False]}
 
 
+def test_a_switch_value_that_is_neither_on_nor_off_changes_nothing_and_says_so(
+        acme, acme_team) -> None:
+    client = signed_in(acme_team.owner)
+    response = client.post("/t/acme/memory", {"memory_enabled": "maybe"}, follow=True)
+    html = response.content.decode()
+    assert "Choose on or off: nothing was changed." in html and "Memory is on" in html
+    assert "Memory is off" not in html
+    response = client.post("/t/acme/memory", {"memory_enabled": "maybe"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 422
+    card = response.content.decode()
+    assert card.lstrip().startswith('<section id="memory-toggle"')  # the card, as it was
+    assert "Choose on or off" in card and "Memory is on for the whole tenant" in card
+    assert acme.client.get("/api/v1/tenant").json()["memory_enabled"] is True
+    assert _audit(acme.tenant, "tenant.settings_changed") == []
+
+
 def test_profiles_add_disable_enable(acme, globex, acme_team) -> None:
     client = signed_in(acme_team.admin)
     assert client.post("/t/acme/profiles", {"name": "Bad Name"}).status_code == 422
@@ -152,6 +168,26 @@ def test_the_last_owner_cannot_be_demoted_or_removed(acme, acme_team) -> None:
     assert roles[-2:] == ["owner", "member"]
 
 
+def test_a_refused_or_invalid_role_change_says_why_on_the_members_page(acme, acme_team) -> None:
+    owner = signed_in(acme_team.owner)
+    with tenant_context(acme.tenant.pk):
+        own = Membership.objects.get(user=acme_team.owner)
+        admin_membership = Membership.objects.get(user=acme_team.admin)
+    response = owner.post(f"/t/acme/members/{own.pk}/role", {"role": "admin"}, follow=True)
+    assert response.redirect_chain == [("/t/acme/members", 302)]
+    assert "This is the last owner" in response.content.decode()
+    response = owner.post(f"/t/acme/members/{admin_membership.pk}/role", {"role": "king"},
+                          follow=True)
+    assert response.redirect_chain == [("/t/acme/members", 302)]
+    assert "Choose a role: member, admin or owner." in response.content.decode()
+    with tenant_context(acme.tenant.pk):
+        assert Membership.objects.get(pk=admin_membership.pk).role == Role.ADMIN
+    # An admin stepping down to member leaves for the home page: this one is closed to it.
+    admin = signed_in(acme_team.admin)
+    response = admin.post(f"/t/acme/members/{admin_membership.pk}/role", {"role": "member"})
+    assert response["Location"] == "/"
+
+
 def test_remove_a_member(acme, acme_team) -> None:
     with tenant_context(acme.tenant.pk):
         membership = Membership.objects.get(user=acme_team.member)
@@ -172,6 +208,23 @@ def test_invite_sends_a_link_and_records_it(acme, acme_team) -> None:
     assert _audit(acme.tenant, "member.invited")[0].data == {"role": "admin"}
     # An admin cannot invite an owner.
     assert client.post("/t/acme/members", {"email": "o@x.test", "role": "owner"}).status_code == 422
+
+
+def test_inviting_a_member_or_a_pending_email_is_refused(acme, acme_team) -> None:
+    client = signed_in(acme_team.admin)
+    for email, refusal in (("Member@Acme.test", "member@acme.test is already a member"),
+                           ("admin@acme.test", "admin@acme.test is already a member")):
+        response = client.post("/t/acme/members", {"email": email, "role": "member"})
+        assert response.status_code == 422
+        assert refusal in response.content.decode()
+    assert client.post("/t/acme/members", {"email": "new@x.test", "role": "member"}
+                       ).status_code == 200
+    again = client.post("/t/acme/members", {"email": "NEW@x.test", "role": "admin"})
+    assert again.status_code == 422
+    assert "An invitation to new@x.test is already pending" in again.content.decode()
+    assert len(mail.outbox) == 1
+    with tenant_context(acme.tenant.pk):
+        assert Invitation.objects.count() == 1
 
 
 def test_end_users_show_counts_not_content_and_can_be_forgotten(acme, globex, acme_team) -> None:

@@ -121,7 +121,9 @@ def test_delete_one_document(alice, acme_team) -> None:
     assert response.status_code == 200
     assert "Deleted /a.md." in response.content.decode()
     assert document_of(acme_team.tenant, doc.pk) is None
-    assert client.post(url, {"version": "1"}, **HTMX).status_code == 404
+    again = client.post(url, {"version": "1"}, **HTMX)
+    assert again.status_code == 200 and "This document was already deleted." in again.text
+    assert client.post(url, {"version": "1"}).status_code == 404  # a plain form: no such URL
 
 
 def test_delete_refuses_a_document_changed_since_it_was_shown(alice, acme_team) -> None:
@@ -178,6 +180,20 @@ def test_the_person_switches_memory_off_and_on(alice, acme_team) -> None:
         assert EndUser.objects.get(pk=end_user.pk).memory_enabled is True
 
 
+def test_a_switch_value_that_is_neither_on_nor_off_leaves_the_card(alice, acme_team) -> None:
+    end_user, client = alice
+    url = person_url(end_user, "web:memory_switch")
+    response = client.post(url, {"enabled": "maybe"}, **HTMX)
+    assert (response.status_code, response["HX-Reswap"]) == (422, "none")
+    html = response.content.decode()
+    assert 'id="memory-switch"' not in html
+    assert 'id="notice" class="notice is-error"' in html and "Choose on or off" in html
+    plain = client.post(url, {"enabled": "maybe"}, follow=True).content.decode()
+    assert "Choose on or off" in plain and "Memory is on" in plain
+    with tenant_context(acme_team.tenant.pk):
+        assert EndUser.objects.get(pk=end_user.pk).memory_enabled is True
+
+
 def test_download_everything_as_json(alice, acme_team) -> None:
     end_user, client = alice
     response = client.get(person_url(end_user, "web:export"))
@@ -203,3 +219,29 @@ def test_without_htmx_every_action_works_as_a_plain_form(alice, acme_team) -> No
                            {"version": "2"})
     assert response.status_code == 302
     assert document_of(acme_team.tenant, doc.pk) is None
+
+
+def test_a_save_on_a_document_deleted_elsewhere_says_so_and_drops_it(alice, acme_team) -> None:
+    end_user, client = alice
+    doc = _doc(acme_team.tenant, "/a.md")
+    url = person_url(end_user, "web:document_edit", document_id=doc.pk)
+    client.post(person_url(end_user, "web:document_delete", document_id=doc.pk), {"version": "1"})
+    response = client.post(url, {"content": "mine", "description": "", "version": "1"}, **HTMX)
+    assert response.status_code == 200
+    # The form targeted the document's item; the answer is the list, so it says where it goes.
+    assert (response["HX-Retarget"], response["HX-Reswap"]) == ("#memory-list", "outerHTML")
+    html = response.content.decode()
+    assert "This document was deleted after the page showed it" in html
+    assert html.index('id="memory-list"') < html.index('id="notice"')
+    assert f'id="doc-{doc.pk}"' not in html and "/notes/diet.md" in html
+    assert client.get(url, **HTMX)["HX-Retarget"] == "#memory-list"  # opening the edit too
+
+
+
+def test_deleting_a_session_with_nothing_stored_says_so(alice, acme_team) -> None:
+    end_user, client = alice
+    url = person_url(end_user, "web:session_delete")
+    response = client.post(url, {"session_id": "s-none"}, **HTMX)
+    assert "Nothing was stored for session s-none." in response.content.decode()
+    response = client.post(url, {"session_id": "s-1"}, **HTMX)
+    assert "Deleted the memory of session s-1 (1 document)." in response.content.decode()

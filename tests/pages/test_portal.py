@@ -46,18 +46,69 @@ def test_a_forged_or_foreign_token_fails(acme, globex) -> None:
     assert Client().get("/portal/nonsense").status_code == 410
 
 
-def test_a_signed_in_account_gets_the_person_linked(acme, globex, acme_team) -> None:
+def _account_of_alice(tenant) -> int | None:
+    with tenant_context(tenant.pk):
+        return EndUser.objects.get(user_id="alice").account_id
+
+
+def test_a_signed_in_account_is_asked_before_the_person_is_linked(acme, globex,
+                                                                 acme_team) -> None:
     write(acme.tenant, "alice", "/notes/a.md", "hello")
     client = signed_in(acme_team.member)
-    response = client.get(_link(acme))
+    link = _link(acme)
+    question = client.get(link)
+    assert question.status_code == 200
+    html = question.content.decode()
+    assert "Link this memory to your account member@acme.test" in html
+    assert "Just open it this time" in html and 'name="csrfmiddlewaretoken"' in html
+    assert _account_of_alice(acme.tenant) is None  # nothing linked by opening it
+    # The link is used up at once: nobody else can use it while the account decides ...
+    assert Client().get(link).status_code == 410
+    # ... and reopening it asks again.
+    assert "Just open it this time" in client.get(link).content.decode()
+    response = client.post(link, {"choice": "link"})
     page = response["Location"]
-    with tenant_context(acme.tenant.pk):
-        assert EndUser.objects.get(user_id="alice").account_id == acme_team.member.pk
+    assert _account_of_alice(acme.tenant) == acme_team.member.pk
+    assert "now linked to your account" in client.get(page).content.decode()
+    assert client.post(link, {"choice": "link"}).status_code == 410  # answered once
     # Back later with the password: the page is listed and opens.
     fresh = Client()
     fresh.post("/accounts/login/", {"login": "member@acme.test", "password": PASSWORD})
     assert page in fresh.get("/").content.decode()
     assert fresh.get(page).status_code == 200
+
+
+def test_just_this_time_opens_the_page_and_links_nothing(acme, globex, acme_team) -> None:
+    write(acme.tenant, "alice", "/notes/a.md", "hello")
+    client = signed_in(acme_team.owner)  # an admin who opened someone's link
+    link = _link(acme)
+    client.get(link)
+    assert client.post(link, {"choice": "maybe"}).status_code == 422  # still pending
+    page = client.post(link, {"choice": "once"})["Location"]
+    assert _account_of_alice(acme.tenant) is None
+    assert "/notes/a.md" in client.get(page).content.decode()
+    assert client.get("/t/acme/").status_code == 200  # still signed in, unfenced
+    # Leaving drops the grant and keeps the account signed in.
+    client.post("/portal-leave")
+    assert client.get(page).status_code == 404
+    assert client.get("/t/acme/").status_code == 200
+
+
+def test_a_choice_without_the_link_opened_first_is_refused(acme, globex, acme_team) -> None:
+    link = _link(acme)
+    assert signed_in(acme_team.member).post(link, {"choice": "link"}).status_code == 410
+    assert Client().post(link, {"choice": "link"}).status_code == 410
+    assert _account_of_alice(acme.tenant) is None
+    assert Client().get(link).status_code == 302  # the link itself was not used
+
+
+def test_an_account_already_linked_goes_straight_to_the_page(acme, globex, acme_team) -> None:
+    client = signed_in(acme_team.member)
+    link = _link(acme)
+    client.get(link)
+    client.post(link, {"choice": "link"})
+    again = _link(acme)
+    assert client.get(again)["Location"].startswith("/memory/")
 
 
 def test_the_portal_session_ends_when_everything_is_forgotten(acme, globex) -> None:

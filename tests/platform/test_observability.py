@@ -6,6 +6,7 @@ tests/platform/test_deploy_check.py.
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import timedelta
 
@@ -180,3 +181,13 @@ def test_backlogs_and_failures_are_read_from_the_database_across_tenants(
     assert now["memoryhub_webhook_deliveries/pending"] == 1  # globex's second event
     assert now["memoryhub_webhook_endpoints_unhealthy/failing"] == 1
     assert now["memoryhub_webhook_endpoints_unhealthy/disabled"] == 1
+
+
+def test_a_server_error_keeps_its_traceback(caplog) -> None:
+    try:
+        raise RuntimeError("a bug")
+    except RuntimeError:
+        logging.getLogger("django.request").error("Internal Server Error: /x", exc_info=True,
+                                                  extra={"status_code": 500})
+    [record] = caplog.records
+    assert record.exc_info is not None and record.exc_info[0] is RuntimeError

@@ -22,7 +22,7 @@ from memoryhub.models import EndUser, Profile, WebhookEndpoint
 from memoryhub.services.people import end_user_forget, portal_link_create
 from memoryhub.services.profiles import profile_set
 from memoryhub.services.webhooks import Attempt, webhook_test_send, webhook_update
-from memoryhub.web.access import TenantAccess, tenant_page
+from memoryhub.web.access import ADMIN_ROLES, TenantAccess, tenant_page
 from memoryhub.web.charts import usage_charts
 from memoryhub.web.forms import (
     LIMIT_LABELS,
@@ -92,13 +92,20 @@ def overview(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
 @require_POST
 def memory_toggle(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
     form = MemoryToggleForm(request.POST)
-    if form.is_valid():
-        tenant = tenant_settings_update(
-            tenant_id=access.tenant.pk,
-            changes={"memory_enabled": form.cleaned_data["memory_enabled"]},
-            actor=actor_label(request),
-        )
-        access = TenantAccess(tenant, access.membership)
+    if not form.is_valid():
+        # The card stays as it was, saying why; nothing changed.
+        refusal = "Choose on or off: nothing was changed."
+        if request.htmx:
+            return _page(request, access, "overview.html", section="overview",
+                         partials=("memory-toggle",), toggle_error=refusal, status=422)
+        messages.error(request, refusal)
+        return _back(access, "overview")
+    tenant = tenant_settings_update(
+        tenant_id=access.tenant.pk,
+        changes={"memory_enabled": form.cleaned_data["memory_enabled"]},
+        actor=actor_label(request),
+    )
+    access = TenantAccess(tenant, access.membership)
     if request.htmx:
         return _page(request, access, "overview.html", section="overview",
                      partials=("memory-toggle",), toggled=True)
@@ -225,8 +232,12 @@ def members(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
     if role == "owner" and not access.is_owner:
         form.add_error("role", "Only an owner can invite an owner.")
         return _members_page(request, access, form=form, status=422)
-    created = invitation_create(tenant=access.tenant, email=email, role=role,
-                                actor=actor_label(request))
+    try:
+        created = invitation_create(tenant=access.tenant, email=email, role=role,
+                                    actor=actor_label(request))
+    except MembershipRuleError as refusal:
+        form.add_error("email", str(refusal))
+        return _members_page(request, access, form=form, status=422)
     link = request.build_absolute_uri(reverse("web:invitation", kwargs={"token": created.token}))
     send_mail(
         subject=f"You are invited to {access.tenant.name} on MemoryHub",
@@ -252,18 +263,19 @@ def _membership_or_404(pk: int) -> Membership:
 def member_role(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
     membership = _membership_or_404(pk)
     form = RoleForm(request.POST)
-    if form.is_valid():
-        try:
-            membership_role_change(tenant=access.tenant, membership=membership,
-                                   role=form.cleaned_data["role"], actor=actor_label(request),
-                                   actor_role=access.role)
-        except MembershipRuleError as error:
-            messages.error(request, str(error))
-        else:
-            messages.success(request, f"{membership.user.email} is now "
-                                      f"{form.cleaned_data['role']}.")
-    if membership.user_id == request.user.pk:
-        return redirect("web:home")  # one's own role may no longer reach this page
+    if not form.is_valid():
+        messages.error(request, "Choose a role: member, admin or owner.")
+        return _back(access, "members")
+    role = form.cleaned_data["role"]
+    try:
+        membership_role_change(tenant=access.tenant, membership=membership, role=role,
+                               actor=actor_label(request), actor_role=access.role)
+    except MembershipRuleError as error:
+        messages.error(request, str(error))
+        return _back(access, "members")
+    messages.success(request, f"{membership.user.email} is now {role}.")
+    if membership.user_id == request.user.pk and role not in ADMIN_ROLES:
+        return redirect("web:home")  # one's own new role no longer reaches this page
     return _back(access, "members")
 
 

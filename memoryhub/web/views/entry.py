@@ -11,19 +11,32 @@ from allauth.core.internal.httpkit import get_client_ip
 from allauth.mfa.models import Authenticator
 from django.contrib import messages
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.forms import Form
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from memoryhub.models import EndUser
 from memoryhub.services.people import end_user_account_link, portal_link_redeem
 from memoryhub.web.access import ADMIN_ROLES
 from memoryhub.web.adapters import INVITATION_SESSION_KEY
+from memoryhub.web.forms import PortalChoiceForm
 from memoryhub.web.http import HtmxHttpRequest
-from memoryhub.web.portal import portal_entry, portal_grant_end, portal_grant_start
+from memoryhub.web.portal import (
+    PortalGrant,
+    portal_entry,
+    portal_grant_add,
+    portal_grant_end,
+    portal_grant_start,
+    portal_pending,
+    portal_pending_pop,
+    portal_pending_set,
+)
 from memoryhub.web.selectors import account_end_users, account_memberships
 from tenants.context import tenant_context
 from tenants.services import MembershipRuleError, invitation_accept, invitation_find
@@ -77,21 +90,74 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
     })
 
 
+def _person_page(grant: PortalGrant) -> HttpResponse:
+    return redirect("web:person", tenant_id=grant.tenant_id, end_user_id=grant.end_user_id)
+
+
+def _link_gone(request: HtmxHttpRequest) -> HttpResponse:
+    return render(request, "web/portal_error.html", status=410)
+
+
 @portal_entry
-@require_GET
+@require_http_methods(["GET", "POST"])
 def portal_redeem(request: HtmxHttpRequest, token: str) -> HttpResponse:
-    """A one-time link: a signed-in account gets the person linked to it; anyone else gets a
-    portal session fenced to the person's page."""
-    end_user = portal_link_redeem(token=token)
-    if end_user is None:
-        return render(request, "web/portal_error.html", status=410)
-    if request.user.is_authenticated:
-        with tenant_context(end_user.tenant_id):
-            end_user_account_link(end_user=end_user, user=request.user)
+    """A one-time link. Anyone without an account gets a portal session fenced to the
+    person's page. A signed-in account redeems it too (so nobody else can), then is asked
+    (POST, below) whether to link the person to the account or to open the page this time
+    only; an account the person is already linked to just goes there."""
+    if not request.user.is_authenticated:
+        if request.method != "GET":
+            return _link_gone(request)
+        end_user = portal_link_redeem(token=token)
+        if end_user is None:
+            return _link_gone(request)
+        portal_grant_start(request, tenant_id=end_user.tenant_id, end_user_id=end_user.pk)
+        return _person_page(PortalGrant(end_user.tenant_id, end_user.pk))
+    if request.method == "POST":
+        return _portal_choice(request, token, user=request.user)
+    grant = portal_pending(request, token=token)  # reopened before choosing: ask again
+    if grant is None:
+        end_user = portal_link_redeem(token=token)
+        if end_user is None:
+            return _link_gone(request)
+        grant = PortalGrant(end_user.tenant_id, end_user.pk)
+        if end_user.account_id == request.user.pk:
+            return _person_page(grant)
+        portal_pending_set(request, token=token, grant=grant)
+    return _portal_question(request, grant, form=PortalChoiceForm())
+
+
+def _portal_question(request: HtmxHttpRequest, grant: PortalGrant, *, form: PortalChoiceForm,
+                     status: int = 200) -> HttpResponse:
+    with tenant_context(grant.tenant_id):
+        end_user = EndUser.objects.select_related("tenant").get(pk=grant.end_user_id)
+    return render(request, "web/portal_confirm.html",
+                  {"end_user": end_user, "form": form, "choice": PortalChoiceForm},
+                  status=status)
+
+
+def _portal_choice(request: HtmxHttpRequest, token: str, *, user: User) -> HttpResponse:
+    """The account's answer: link for good (it comes back with its password), or a grant
+    in its session for this visit only. The pending link is taken once."""
+    form = PortalChoiceForm(request.POST)
+    if not form.is_valid():
+        grant = portal_pending(request, token=token)
+        if grant is None:
+            return _link_gone(request)
+        return _portal_question(request, grant, form=form, status=422)
+    grant = portal_pending_pop(request, token=token)
+    if grant is None:
+        return _link_gone(request)
+    if form.cleaned_data["choice"] == PortalChoiceForm.LINK:
+        with tenant_context(grant.tenant_id):
+            end_user = EndUser.objects.get(pk=grant.end_user_id)
+            end_user_account_link(end_user=end_user, user=user)
         messages.success(request, "This memory page is now linked to your account.")
     else:
-        portal_grant_start(request, tenant_id=end_user.tenant_id, end_user_id=end_user.pk)
-    return redirect("web:person", tenant_id=end_user.tenant_id, end_user_id=end_user.pk)
+        portal_grant_add(request, grant)
+        messages.success(request, "Opened for this visit only; nothing was linked to your "
+                                  "account.")
+    return _person_page(grant)
 
 
 @portal_entry
@@ -99,6 +165,20 @@ def portal_redeem(request: HtmxHttpRequest, token: str) -> HttpResponse:
 def portal_leave(request: HtmxHttpRequest) -> HttpResponse:
     portal_grant_end(request)
     return render(request, "web/portal_left.html")
+
+
+@portal_entry
+@require_GET
+def portal_ended(request: HtmxHttpRequest) -> HttpResponse:
+    """Where an action on a memory page whose session ended lands (``person_page``): the
+    portal session expired, or the account signed out. The page says so and offers both ways
+    back, since it cannot tell which it was."""
+    back = request.GET.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        back = ""
+    login_url = reverse("account_login") + (f"?{urlencode({'next': back})}" if back else "")
+    return render(request, "web/portal_ended.html", {"login_url": login_url})
 
 
 @require_GET

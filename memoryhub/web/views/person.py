@@ -8,8 +8,9 @@ the same limits and content rules apply and their messages are shown as they are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, wraps
 from typing import Any
 from uuid import UUID
 
@@ -21,6 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import reswap, retarget
 
 from memoryhub.errors import DocumentNotFound, MemoryRefusal, VersionMismatch
 from memoryhub.models import Actor, Conversation, EndUser, Fact, MemoryDocument
@@ -132,26 +134,78 @@ def _document(
     return render_page(request, TEMPLATE, context, partials=["document", "notice"], status=status)
 
 
-def _document_or_404(access: PersonAccess, document_id: int) -> MemoryDocument:
+class _Gone(Exception):
+    """The row an action addresses is not the person's (any more): deleted elsewhere after
+    the page showed it, or never theirs, which must look the same. :func:`_answers_gone`
+    turns it into the notice and the refreshed ``section`` without the stale item (htmx),
+    or 404 (a plain request: the URL names nothing)."""
+
+    def __init__(self, section: str, notice: str, *, error: bool = True) -> None:
+        super().__init__(notice)
+        self.section, self.notice, self.error = section, notice, error
+
+
+DOCUMENT_GONE = "This document was deleted after the page showed it; nothing was changed."
+CONVERSATION_GONE = "This conversation was deleted after the page showed it."
+FACT_GONE = "This fact was deleted after the page showed it; nothing was changed."
+
+
+def _answers_gone(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    @wraps(view)
+    def wrapper(request: HtmxHttpRequest, access: PersonAccess, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, access, **kwargs)
+        except _Gone as gone:
+            if not is_partial_request(request):
+                raise Http404(gone.notice) from None
+            at = _place(request.POST if request.method == "POST" else request.GET)[0]
+            return _list_changed(request, access, gone.notice, error=gone.error,
+                                 section=gone.section, conversations_at=at)
+
+    return wrapper
+
+
+def _document_or_gone(access: PersonAccess, document_id: int, *,
+                      notice: str = DOCUMENT_GONE, error: bool = True) -> MemoryDocument:
     doc = end_user_document(end_user=access.end_user, document_id=document_id)
     if doc is None:
-        raise Http404("No such document")
+        raise _Gone("memory-list", notice, error=error)
     return doc
+
+
+# Where a plain request lands after a section changed (post/redirect/get).
+SECTION_ANCHORS = {"memory-list": "", "facts": "#facts", "conversations": "#conversations"}
 
 
 def _list_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
                   *, error: bool = False, section: str = "memory-list",
                   conversations_at: int | None = None) -> HttpResponse:
-    """After a delete: the refreshed list (``section``) for htmx, or back to the page
-    (post/redirect/get); the conversations come back at the page they were deleted from."""
+    """After a delete or a move: the refreshed ``section`` for htmx, or back to the page
+    (post/redirect/get); the conversations come back at the page they were deleted from.
+
+    The section replaces itself whatever the request targeted (a document's own item, for
+    a Save that found the document gone): ``HX-Retarget`` and ``HX-Reswap`` say so."""
     if is_partial_request(request):
         context = _context(access, notice=notice, notice_error=error,
                            conversations_at=conversations_at)
-        return render_page(request, TEMPLATE, context, partials=[section, "notice"])
+        response = render_page(request, TEMPLATE, context, partials=[section, "notice"])
+        return reswap(retarget(response, f"#{section}"), "outerHTML")
     (messages.error if error else messages.success)(request, notice)
-    if conversations_at is None:
-        return redirect(_person_url(access))
-    return redirect(f"{_person_url(access)}?page={conversations_at}#conversations")
+    if section == "conversations" and conversations_at is not None:
+        return redirect(f"{_person_url(access)}?page={conversations_at}#conversations")
+    return redirect(f"{_person_url(access)}{SECTION_ANCHORS[section]}")
+
+
+def _refused(request: HtmxHttpRequest, access: PersonAccess, notice: str) -> HttpResponse:
+    """A request the page refuses as it is: the notice alone for htmx (what it targeted
+    stays as it was: ``HX-Reswap: none``, the notice swapping out of band), else back to the
+    page with the message."""
+    if is_partial_request(request):
+        context = _context(access, notice=notice, notice_error=True)
+        return reswap(render_page(request, TEMPLATE, context, partials=["notice"], status=422),
+                      "none")
+    messages.error(request, notice)
+    return redirect(_person_url(access))
 
 
 @person_page
@@ -162,16 +216,18 @@ def page(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
 
 @person_page
 @require_GET
+@_answers_gone
 def document_open(request: HtmxHttpRequest, access: PersonAccess, document_id: int) -> HttpResponse:
-    return _document(request, access, _document_or_404(access, document_id), state="open")
+    return _document(request, access, _document_or_gone(access, document_id), state="open")
 
 
 @person_page
 @require_GET
+@_answers_gone
 def document_summary(
     request: HtmxHttpRequest, access: PersonAccess, document_id: int
 ) -> HttpResponse:
-    doc = _document_or_404(access, document_id)
+    doc = _document_or_gone(access, document_id)
     if not is_partial_request(request):
         return redirect(f"{_person_url(access)}#doc-{doc.pk}")
     return _document(request, access, doc, state="summary")
@@ -179,8 +235,9 @@ def document_summary(
 
 @person_page
 @require_http_methods(["GET", "POST"])
+@_answers_gone
 def document_edit(request: HtmxHttpRequest, access: PersonAccess, document_id: int) -> HttpResponse:
-    doc = _document_or_404(access, document_id)
+    doc = _document_or_gone(access, document_id)
     if request.method == "GET":
         form = DocumentEditForm(
             initial={"content": doc.content, "description": doc.description, "version": doc.version}
@@ -225,10 +282,12 @@ def _stale(request: HtmxHttpRequest, access: PersonAccess, document_id: int,
 
 @person_page
 @require_POST
+@_answers_gone
 def document_delete(
     request: HtmxHttpRequest, access: PersonAccess, document_id: int
 ) -> HttpResponse:
-    doc = _document_or_404(access, document_id)
+    doc = _document_or_gone(access, document_id, notice="This document was already deleted.",
+                            error=False)
     form = DocumentDeleteForm(request.POST)
     version = form.cleaned_data["version"] if form.is_valid() else None
     try:
@@ -254,20 +313,24 @@ def session_delete(request: HtmxHttpRequest, access: PersonAccess) -> HttpRespon
     session_id = form.cleaned_data["session_id"]
     count = session_forget(tenant=access.tenant, user_id=access.end_user.user_id,
                            session_id=session_id, actor=Actor.USER)
+    if count == 0:  # deleted meanwhile, or a session id the page never showed
+        return _list_changed(request, access, f"Nothing was stored for session {session_id}.")
     return _list_changed(
-        request, access, f"Deleted the memory of session {session_id} ({count} documents)."
+        request, access,
+        f"Deleted the memory of session {session_id} ({count} document{'s' if count > 1 else ''}).",
     )
 
 
 # --- Conversations ---------------------------------------------------------------------------
 
 
-def _conversation_or_404(access: PersonAccess, conversation_id: UUID) -> Conversation:
-    """The person's own conversation; another person's or tenant's id is the same 404."""
+def _conversation_or_gone(access: PersonAccess, conversation_id: UUID, *,
+                          notice: str = CONVERSATION_GONE) -> Conversation:
+    """The person's own conversation; another person's or tenant's id looks deleted."""
     conversation = conversation_find(end_user=access.end_user,
                                      conversation_id=str(conversation_id))
     if conversation is None:
-        raise Http404("No such conversation")
+        raise _Gone("conversations", notice)
     return conversation
 
 
@@ -286,12 +349,13 @@ def _conversation(request: HtmxHttpRequest, access: PersonAccess, run: Conversat
 
 @person_page
 @require_GET
+@_answers_gone
 def conversation_show(
     request: HtmxHttpRequest, access: PersonAccess, conversation_id: UUID, folded: bool
 ) -> HttpResponse:
     """Open (a page of its messages, from ``?start=``) or folded again (its first messages;
     without htmx that is the page itself)."""
-    conversation = _conversation_or_404(access, conversation_id)
+    conversation = _conversation_or_gone(access, conversation_id)
     at, start = _place(request.GET)
     if not folded:
         run = conversation_run(conversation=conversation, first_seq=start, limit=MESSAGES_PAGE)
@@ -304,10 +368,12 @@ def conversation_show(
 
 @person_page
 @require_POST
+@_answers_gone
 def conversation_delete_view(
     request: HtmxHttpRequest, access: PersonAccess, conversation_id: UUID
 ) -> HttpResponse:
-    conversation = _conversation_or_404(access, conversation_id)
+    conversation = _conversation_or_gone(access, conversation_id,
+                                         notice="This conversation was already deleted.")
     at, _ = _place(request.POST)
     try:
         conversation_delete(tenant=access.tenant, user_id=access.end_user.user_id,
@@ -326,7 +392,7 @@ def conversation_delete_view(
 def memory_switch(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
     form = MemorySwitchForm(request.POST)
     if not form.is_valid():
-        return HttpResponse("Choose on or off.", status=422)
+        return _refused(request, access, "Choose on or off: nothing was changed.")
     enabled = form.cleaned_data["enabled"]
     end_user = end_user_memory_set(tenant=access.tenant, user_id=access.end_user.user_id,
                                    enabled=enabled)
@@ -376,20 +442,20 @@ FACT_STALE_MESSAGE = (
 FACT_MOVED_ON = "This fact changed after you opened it and was not {}. Check it again."
 
 
-def _fact_or_404(access: PersonAccess, fact_id: UUID) -> Fact:
-    """The person's fact, to show; another person's or tenant's is the same 404."""
+def _fact_or_gone(access: PersonAccess, fact_id: UUID) -> Fact:
+    """The person's fact, to show; another person's or tenant's looks deleted."""
     fact = fact_find(end_user=access.end_user, fact_id=str(fact_id))
     if fact is None:
-        raise Http404("No such fact")
+        raise _Gone("facts", FACT_GONE)
     return fact
 
 
 def _locked_fact(access: PersonAccess, fact_id: UUID) -> tuple[EndUser, Fact]:
-    """The person's write lock, then their fact; another person's or tenant's is the same 404."""
+    """The person's write lock, then their fact; another person's or tenant's looks deleted."""
     end_user = end_user_find(user_id=access.end_user.user_id, for_update=True)
     fact = fact_find(end_user=end_user, fact_id=str(fact_id), for_update=True)
     if end_user is None or fact is None:
-        raise Http404("No such fact")
+        raise _Gone("facts", FACT_GONE)
     return end_user, fact
 
 
@@ -405,14 +471,7 @@ def _fact_edit_form(fact: Fact) -> FactEditForm:
     return FactEditForm(initial={"content": fact.content, "version": fact.version})
 
 
-def _facts_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
-                   *, error: bool = False) -> HttpResponse:
-    """After a fact moved or went: the refreshed section for htmx, else back to the page."""
-    if is_partial_request(request):
-        context = _context(access, notice=notice, notice_error=error)
-        return render_page(request, TEMPLATE, context, partials=["facts", "notice"])
-    (messages.error if error else messages.success)(request, notice)
-    return redirect(f"{_person_url(access)}#facts")
+_facts_changed = partial(_list_changed, section="facts")  # after a fact moved or went
 
 
 def _expected_version(request: HtmxHttpRequest) -> int | None:
@@ -422,9 +481,10 @@ def _expected_version(request: HtmxHttpRequest) -> int | None:
 
 @person_page
 @require_GET
+@_answers_gone
 def fact_show(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
     """The fact as listed (the edit's Cancel); without htmx, the page at the fact."""
-    fact = _fact_or_404(access, fact_id)
+    fact = _fact_or_gone(access, fact_id)
     if not is_partial_request(request):
         return redirect(f"{_person_url(access)}#fact-{fact.pk}")
     return _fact(request, access, fact, state="show")
@@ -432,9 +492,10 @@ def fact_show(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> 
 
 @person_page
 @require_http_methods(["GET", "POST"])
+@_answers_gone
 def fact_edit(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
     if request.method == "GET":
-        fact = _fact_or_404(access, fact_id)
+        fact = _fact_or_gone(access, fact_id)
         return _fact(request, access, fact, state="edit", form=_fact_edit_form(fact))
     end_user, fact = _locked_fact(access, fact_id)
     form = FactEditForm(request.POST)
@@ -461,6 +522,7 @@ def fact_edit(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> 
 
 @person_page
 @require_POST
+@_answers_gone
 def fact_invalidate(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
     end_user, fact = _locked_fact(access, fact_id)
     if fact.invalid_at is not None:
@@ -475,6 +537,7 @@ def fact_invalidate(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUI
 
 @person_page
 @require_POST
+@_answers_gone
 def fact_delete_view(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
     end_user, fact = _locked_fact(access, fact_id)
     try:
