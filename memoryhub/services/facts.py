@@ -258,7 +258,7 @@ def fact_learn(
     if same is None:
         same = _near_duplicate(end_user, candidate, vector)
     if same is not None:
-        _merge(same, candidate, end_user=end_user)
+        _merge(same, candidate, end_user=end_user, conversation_id=conversation_id)
         outcome, fact_id = "merged", same.id
     else:
         fact_id = _learn_new(end_user, candidate, related, conversation_id, process, vector).id
@@ -268,13 +268,15 @@ def fact_learn(
     return outcome
 
 
-def _merge(fact: Fact, candidate: Candidate, *, end_user: EndUser) -> None:
+def _merge(fact: Fact, candidate: Candidate, *, end_user: EndUser, conversation_id: str) -> None:
     message_ids = list(fact.source.get("message_ids") or [])
     if candidate.message_id in message_ids and candidate.confidence <= fact.confidence:
         return
     if candidate.message_id not in message_ids:
         message_ids.append(candidate.message_id)
-    fact.source = {**fact.source, "message_ids": message_ids}
+    # A fact the app made has no conversation: its first source message's becomes it.
+    fact.source = {**fact.source, "message_ids": message_ids,
+                   "conversation_id": fact.source.get("conversation_id") or conversation_id}
     fact.confidence = max(fact.confidence, candidate.confidence)
     fact.version += 1
     fact.save()
@@ -290,14 +292,20 @@ def _learn_new(end_user: EndUser, candidate: Candidate, related: list[Fact],
             predicate=candidate.predicate, object_=candidate.object,
             other_predicate=fact.predicate, other_object=fact.object)
     ]
-    newer = [fact.valid_at for fact in contradicted if fact.valid_at > candidate.valid_at]
-    fact = _insert(end_user=end_user, actor=Actor.AUGMENTATION, invalid_at=min(newer, default=None),
+    newer = sorted((fact for fact in contradicted if fact.valid_at > candidate.valid_at),
+                   key=lambda fact: fact.valid_at)
+    fact = _insert(end_user=end_user, actor=Actor.AUGMENTATION,
+                   invalid_at=newer[0].valid_at if newer else None,
                    vector=vector, data=FactInput(
                        content=candidate.content, type=candidate.type, subject=candidate.subject,
                        predicate=candidate.predicate, object=candidate.object, process=process,
                        confidence=candidate.confidence, valid_at=candidate.valid_at,
                        source=_source(conversation_id, [candidate.message_id])))
     _changed(fact, user_id=end_user.user_id, actor=Actor.AUGMENTATION, change=FactEvent.CREATED)
+    if newer:  # stated before what contradicts it, and learnt after: its history says by what
+        fact.version += 1
+        fact.save(update_fields=["version"])
+        _history(fact, FactEvent.INVALIDATED, Actor.AUGMENTATION, related=newer[0].id)
     for old in contradicted:
         if old.valid_at <= candidate.valid_at:
             old.invalid_at = candidate.valid_at

@@ -154,9 +154,11 @@ def test_the_same_statement_again_merges_adding_its_source(acme) -> None:
 def test_a_merge_keeps_the_higher_confidence(acme) -> None:
     made = acme.client.post(FACTS, {"content": "User lives in Lisbon", "confidence": 0.3},
                             format="json").json()
-    augment(acme, capture(acme, "I live in Lisbon"))
+    conversation = capture(acme, "I live in Lisbon")
+    augment(acme, conversation)
     [fact] = facts(acme)
     assert fact["id"] == made["id"] and fact["confidence"] == 0.9
+    assert fact["source"]["conversation_id"] == conversation  # the app's fact had none
     acme.client.patch(f"{FACTS}/{made['id']}", {"confidence": 1.0}, format="json")
     augment(acme, capture(acme, "I live in Lisbon.", session="s2"))
     assert facts(acme)[0]["confidence"] == 1.0
@@ -208,6 +210,8 @@ def test_an_older_statement_arriving_late_is_created_already_invalid(acme) -> No
     assert [f["object"] for f in facts(acme)] == ["Porto"]
     lisbon = next(f for f in facts(acme, include_invalid=True) if f["object"] == "Lisbon")
     assert lisbon["invalid_at"] == "2026-06-01T10:00:00Z"
+    history = acme.client.get(f"{FACTS}/{lisbon['id']}/history").json()["history"]
+    assert [(h["version"], h["event"]) for h in history] == [(1, "created"), (2, "invalidated")]
 
 
 def _rewind(kit, conversation_id: str) -> None:
