@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -47,6 +48,31 @@ _CODES = {
 
 def error_body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
+
+
+def rest_error_of(response: HttpResponseBase) -> dict[str, Any] | None:
+    """The ``{"code", "message"}`` of a response with the REST error body, else None (a
+    success, a stream, a page, another protocol's JSON)."""
+    if response.status_code < 400 or response.streaming:
+        return None
+    if response.get("Content-Type", "").split(";")[0] != "application/json":
+        return None
+    try:
+        body = json.loads(response.content)  # type: ignore[attr-defined]  # not streaming
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) and "jsonrpc" not in body else None
+    if not isinstance(error, dict) or not isinstance(error.get("code"), str):
+        return None
+    return error
+
+
+def body_replaced(response: HttpResponseBase, body: Any) -> HttpResponseBase:
+    """``response`` with ``body`` as its JSON; the status and headers stay."""
+    response.content = json.dumps(body)  # type: ignore[attr-defined]
+    if response.has_header("Content-Length"):
+        response["Content-Length"] = str(len(response.content))  # type: ignore[attr-defined]
+    return response
 
 
 def api_message(detail: Any) -> str:

@@ -26,6 +26,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from django.utils.module_loading import import_string
 
 from api.errors import TOO_LARGE_MESSAGE, error_body, error_page_for
+from api.mcp.errors import mcp_shaped
 from api.mem0.errors import is_mem0, mem0_shaped
 from memoryhub.numbers import parse_natural
 
@@ -82,8 +83,10 @@ class ApiRouterMiddleware:
         self.api.load_middleware()
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        if request.path_info.startswith(API_PREFIX) or request.path_info == MCP_PATH:
+        if request.path_info.startswith(API_PREFIX):
             return self.api.get_response(request)
+        if request.path_info == MCP_PATH:  # the MCP server (api/mcp): JSON-RPC's errors
+            return mcp_shaped(self.api.get_response(request))
         if is_mem0(request.path_info):  # mem0's API (api/mem0): the same chain, mem0's errors
             return mem0_shaped(self.api.get_response(request))
         return self.get_response(request)

@@ -9,9 +9,9 @@ the body, at the end of the chain: the status and the headers (``Retry-After``,
 
 from __future__ import annotations
 
-import json
-
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
+
+from api.errors import body_replaced, rest_error_of
 
 MEM0_PREFIX = "/mem0/"
 NO_SUCH_ENDPOINT = ("No such endpoint in MemoryHub's mem0 API: see \"Moving from mem0\" in "
@@ -24,21 +24,10 @@ def is_mem0(path: str) -> bool:
 
 def mem0_shaped(response: HttpResponseBase) -> HttpResponseBase:
     """``response`` with a REST error body as ``{"detail": message}``; anything else as is."""
-    if response.status_code < 400 or response.streaming:
+    error = rest_error_of(response)
+    if error is None:
         return response
-    if response.get("Content-Type", "").split(";")[0] != "application/json":
-        return response
-    try:
-        body = json.loads(response.content)  # type: ignore[attr-defined]  # not streaming
-    except ValueError:
-        return response
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict):
-        return response
-    response.content = json.dumps({"detail": error.get("message", "")})  # type: ignore[attr-defined]
-    if response.has_header("Content-Length"):
-        response["Content-Length"] = str(len(response.content))  # type: ignore[attr-defined]
-    return response
+    return body_replaced(response, {"detail": error.get("message", "")})
 
 
 def mem0_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:

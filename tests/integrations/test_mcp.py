@@ -186,11 +186,31 @@ def test_a_bad_key_is_401_before_any_tool_runs(live_server) -> None:
         response = httpx.post(url, json=CREATE_CALL, headers=sent, timeout=30)
         assert response.status_code == 401, authorization
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
-        assert set(response.json()["error"]) == {"code", "message"}
+        refused = response.json()  # JSON-RPC's error, the REST code in its data
+        assert refused["jsonrpc"] == "2.0" and refused["id"] is None
+        assert refused["error"]["code"] == -32600 and refused["error"]["data"] == {
+            "code": "not_authenticated" if authorization is None else "invalid_api_key",
+            "status": 401}
     with rest(live_server.url, key) as api:
         assert api.get("/users/alice").json()["created_at"] is None  # nothing ran
     with pytest.raises(Exception):
         with_mcp(url, "mh_1_abcdefgh_" + "x" * 43, "legacy", lambda client: client.list_tools())
+
+
+def test_the_sdk_reports_what_was_refused_before_it(live_server) -> None:
+    """A body over 1 MiB is refused before the MCP server reads it: the SDK's client reports
+    the API's message (a REST error body read as "Server returned an error response")."""
+    key = operator_tenant("initech")
+    huge = {"command": "create", "path": "/memories/big.md", "file_text": "x" * 1_100_000,
+            "user_id": "alice"}
+
+    async def work(client: Client) -> str:
+        with pytest.raises(Exception) as refused:
+            await client.call_tool("memory", huge)
+        return str(refused.value)
+
+    said = with_mcp(f"{live_server.url}/mcp", key, "legacy", work)
+    assert "The request body is over 1 MiB. Send less at a time." in said
 
 
 def test_get_is_405_at_once_not_a_stream_that_holds_a_thread(live_server) -> None:
@@ -200,7 +220,7 @@ def test_get_is_405_at_once_not_a_stream_that_holds_a_thread(live_server) -> Non
         response = httpx.get(url, headers={**WIRE, "Accept": "text/event-stream",
                                            "Authorization": f"Bearer {key}"}, timeout=10)
         assert response.status_code == 405 and response.headers["Allow"] == "POST, DELETE"
-        assert response.json()["error"]["code"] == "method_not_allowed"
+        assert response.json()["error"]["data"]["code"] == "method_not_allowed"
     assert httpx.get(url, headers={"Accept": "text/event-stream"}, timeout=10).status_code == 401
     # The SDK's client, which opens that stream after the handshake, works as before.
     listed = with_mcp(url, key, "legacy", lambda client: client.list_tools())
