@@ -245,6 +245,14 @@ def invitation_create(*, tenant: Tenant, email: str, role: str, actor: str) -> C
     inviter included, and while an invitation to it is pending, so none piles up: the
     pending one is cancelled first to send another."""
     email = email.strip().lower()
+    with transaction.atomic():
+        # Two admins inviting one address at once: the second waits and finds the first's.
+        # FOR NO KEY UPDATE leaves the foreign-key checks of the tenant's other writes alone.
+        Tenant.objects.select_for_update(no_key=True).filter(pk=tenant.pk).first()
+        return _invitation_created(tenant=tenant, email=email, role=role, actor=actor)
+
+
+def _invitation_created(*, tenant: Tenant, email: str, role: str, actor: str) -> CreatedInvitation:
     if Membership.objects.filter(user__email__iexact=email).exists():
         raise MembershipRuleError(f"{email} is already a member of {tenant.name}.")
     pending = Invitation.objects.filter(email=email, accepted_at=None, revoked_at=None,

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
+from django.db import connections
 from django.test import Client
 
 from tenants.context import tenant_context
 from tenants.models import Invitation, Membership, Role
-from tenants.services import invitation_create
+from tenants.services import MembershipRuleError, invitation_create
 from tests.pages.conftest import PASSWORD, signed_in
 
 SIGNUP = {"email": "new@acme.test", "password1": PASSWORD, "password2": PASSWORD}
@@ -171,3 +173,39 @@ def test_an_admin_turns_on_totp_and_then_signs_in_with_a_code(acme_team) -> None
     assert again.get("/t/acme/").status_code == 302
     again.post("/accounts/2fa/authenticate/", {"code": _totp_now(secret)})
     assert again.get("/t/acme/").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_admins_inviting_one_address_at_once_make_one_invitation(acme_team) -> None:
+    """The second waits for the first's transaction, then finds its invitation pending."""
+    tenant = acme_team.tenant
+    made, release = threading.Event(), threading.Event()
+    outcome: list[str] = []
+
+    def invite(then: threading.Event | None) -> None:
+        try:
+            with tenant_context(tenant.pk):
+                invitation_create(tenant=tenant, email="new@acme.test", role=Role.MEMBER,
+                                  actor="admin")
+                if then is not None:
+                    made.set()
+                    then.wait(10)  # the transaction stays open until released
+            outcome.append("made")
+        except MembershipRuleError as refused:
+            outcome.append(str(refused))
+        finally:
+            connections.close_all()
+
+    first = threading.Thread(target=invite, args=(release,))
+    first.start()
+    assert made.wait(10)
+    second = threading.Thread(target=invite, args=(None,))
+    second.start()
+    second.join(0.5)
+    waited = second.is_alive()
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert waited and outcome[0] == "made" and "already pending" in outcome[1]
+    with tenant_context(tenant.pk):
+        assert Invitation.objects.count() == 1
