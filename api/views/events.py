@@ -35,7 +35,9 @@ class EventListView(TenantAPIView):
         summary="The tenant's event feed, oldest first",
         description="`memory.changed` (data: change, path, scope, scope_key; renamed adds "
         "old_path; a forgotten person leaves one event with change `forgotten` and no path) "
-        "and `memory.pressure` (data: scope, scope_key, used_bytes, limit_bytes). Pass the "
+        "`memory.pressure` (data: scope, scope_key, used_bytes, limit_bytes) and "
+        "`fact.changed` (data: change (created, updated, merged, invalidated or deleted), "
+        "fact_id, type). Pass the "
         "last `next_cursor` (the id of the last event returned) as `after` to read on; "
         "`next_cursor` is null when there are no more events after `after` for now (keep "
         "your cursor and poll again later).",

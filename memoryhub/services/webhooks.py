@@ -1,9 +1,9 @@
 """Webhooks: the tenant's events POSTed to its endpoints, signed, retried, switched off when dead.
 
 Contract for receivers (also in the API docs of ``/api/v1/webhooks``):
-- Every ``memory.changed`` and ``memory.pressure`` event the endpoint subscribes to is POSTed
-  as JSON, the same object as in ``GET /api/v1/events``: ``{"id", "type", "created_at",
-  "actor", "user_id", "data"}``.
+- Every ``memory.changed``, ``memory.pressure`` and ``fact.changed`` event the endpoint
+  subscribes to is POSTed as JSON, the same object as in ``GET /api/v1/events``: ``{"id",
+  "type", "created_at", "actor", "user_id", "data"}``.
 - Headers: ``X-MemoryHub-Timestamp`` (Unix seconds of this attempt), ``X-MemoryHub-Signature:
   sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>" keyed with the endpoint's secret>``,
   ``X-MemoryHub-Event`` (type) and ``X-MemoryHub-Delivery`` (stable across retries: use it
@@ -104,9 +104,24 @@ def signature_valid(*, secret: str, timestamp: str, body: bytes, header: str) ->
     return hmac.compare_digest(expected, header)
 
 
+class _FeedEncoder(DjangoJSONEncoder):
+    """Times as the event feed writes them (DRF's: microseconds kept, UTC as "Z"), where
+    Django's encoder cuts them to milliseconds: the body is the feed's object, to the byte."""
+
+    def default(self, o: object) -> object:
+        if isinstance(o, datetime):
+            text = o.isoformat()
+            return text[:-6] + "Z" if text.endswith("+00:00") else text
+        return super().default(o)
+
+
+def _payload(item: dict[str, object]) -> bytes:
+    return json.dumps(item, cls=_FeedEncoder, separators=(",", ":")).encode()
+
+
 def event_payload(event: MemoryEvent) -> bytes:
     """The event as in the event feed, as the exact bytes that are signed and sent."""
-    return json.dumps(event.feed_item(), cls=DjangoJSONEncoder, separators=(",", ":")).encode()
+    return _payload(event.feed_item())
 
 
 # --- URLs ----------------------------------------------------------------------------------
@@ -313,7 +328,7 @@ def sample_event_payload(*, endpoint: WebhookEndpoint, now: datetime) -> bytes:
     """A test event: the feed item's keys, with nothing of the feed in them."""
     item = {"id": None, "type": TEST_EVENT_TYPE, "created_at": now, "actor": None,
             "user_id": None, "data": {"webhook_id": endpoint.pk}}
-    return json.dumps(item, cls=DjangoJSONEncoder, separators=(",", ":")).encode()
+    return _payload(item)
 
 
 def webhook_test_send(*, tenant: Tenant, endpoint: WebhookEndpoint, actor: str) -> Attempt:

@@ -159,6 +159,8 @@ def test_a_delivery_is_signed_and_sent_once(acme, globex, private_urls_allowed) 
     assert len(receiver.received) == 1
     request = receiver.received[0]
     assert json.loads(request.body) == json.loads(event_payload(sent))
+    feed = acme.client.get("/api/v1/events").json()["events"]
+    assert json.loads(request.body) == next(e for e in feed if e["id"] == sent.seq)  # to the µs
     assert json.loads(request.body) == {
         "id": sent.seq, "type": "memory.changed", "created_at": json.loads(request.body)["created_at"],
         "actor": "app", "user_id": "alice",
