@@ -12,4 +12,5 @@ class MemoryHubConfig(AppConfig):
 
     def ready(self) -> None:
         register_adapters()
+        from memoryhub import health  # noqa: F401 - registers the database role's deploy check
         from memoryhub.infra import checks  # noqa: F401 - registers the system checks

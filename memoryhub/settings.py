@@ -491,7 +491,13 @@ LOGGING = {
                 # wrote each record a second time beside the root's: the root's alone writes.
                 "django": {"handlers": [], "level": "INFO"},
                 # An expected 403 or 404 is one warning line, no traceback (below).
-                "django.request": {"filters": ["expected_refusals"]}},
+                "django.request": {"filters": ["expected_refusals"]},
+                # Django logs each SuspiciousOperation (a 400) on a logger of its own, at ERROR
+                # with a traceback; a filter applies to its own logger's records only.
+                **{f"django.security.{name}": {"filters": ["expected_refusals"]} for name in (
+                    "DisallowedHost", "DisallowedRedirect", "RequestDataTooBig",
+                    "TooManyFieldsSent", "TooManyFilesSent", "SuspiciousSession",
+                    "SuspiciousMultipartForm", "SuspiciousFileOperation")}},
 }
 
 # --- Observability: request ids, JSON logs, /metrics (memoryhub/infra/observability.py) ------

@@ -1,4 +1,5 @@
-"""System checks: a rate limit must not count in a per-process cache where several serve.
+"""System checks: a rate limit must not count in a per-process cache where several serve;
+and, for ``check --deploy``, what a deployment needs before it serves (below).
 
 Each gunicorn worker has its own ``LocMemCache``, so with two workers a 30/min API limit
 lets 60 requests through and five wrong passwords become ten. Development serves from one
@@ -10,6 +11,7 @@ since it asks whether these settings are fit for production.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from allauth.account import app_settings as allauth_settings
@@ -70,3 +72,42 @@ def refuse_per_process_limits() -> None:
         errors = per_process_limits_errors()
         if errors:
             raise ImproperlyConfigured(f"{errors[0].id}: {errors[0].msg} {errors[0].hint}")
+
+
+# --- check --deploy: what a deployment needs before it serves ----------------------------------
+
+# memoryhub.E004 is the database role's check (memoryhub/health.py: it asks the database).
+STATIC_ID, BROKER_ID, METRICS_ID = "memoryhub.E002", "memoryhub.E003", "memoryhub.E005"
+
+
+@register(Tags.staticfiles, deploy=True)
+def static_files_collected(app_configs: Any, **kwargs: Any) -> list[CheckMessage]:
+    """Without ``collectstatic``'s manifest every page and the API docs are a 500 (and so is
+    the 404 page), which ``check --deploy`` would otherwise pass."""
+    backend = settings.STORAGES["staticfiles"]["BACKEND"]
+    if "Manifest" not in backend or (Path(settings.STATIC_ROOT) / "staticfiles.json").exists():
+        return []
+    return [Error(f"The static files are not collected in {settings.STATIC_ROOT}: every page "
+                  "would answer 500.", hint="Run `python manage.py collectstatic --no-input`.",
+                  id=STATIC_ID)]
+
+
+@register(Tags.security, deploy=True)
+def broker_shared(app_configs: Any, **kwargs: Any) -> list[CheckMessage]:
+    """The filesystem queue (``make run``'s) lives on one host's disk: with a database of its
+    own, the deployment needs a broker that every web process and worker reaches."""
+    if settings.EMBEDDED_DATABASE or not settings.CELERY_BROKER_URL.startswith("filesystem"):
+        return []
+    return [Error("CELERY_BROKER_URL is not set: tasks would queue on this host's disk, out of "
+                  "reach of the workers of other hosts.",
+                  hint="Set CELERY_BROKER_URL to the deployment's Redis "
+                       "(redis://host:6379/0).", id=BROKER_ID)]
+
+
+@register(Tags.security, deploy=True)
+def metrics_token_chosen(app_configs: Any, **kwargs: Any) -> list[CheckMessage]:
+    if "CHANGE-ME" not in settings.METRICS_TOKEN:
+        return []
+    return [Error("METRICS_TOKEN is the template's placeholder: /metrics would open to it.",
+                  hint="Set a secret of its own, or leave it empty to switch /metrics off.",
+                  id=METRICS_ID)]

@@ -87,13 +87,16 @@ class RequestIdLogFilter(logging.Filter):
 
 
 class ExpectedRefusalLogFilter(logging.Filter):
-    """On ``django.request``: a 4xx answer to an exception a view raised on purpose
-    (PermissionDenied for a plain member on an admin page, Http404) is logged as the one
-    warning line, without the traceback Django attaches; a 5xx keeps it (a bug to read)."""
+    """On ``django.request`` and ``django.security``: a 4xx answer to an exception raised on
+    purpose (PermissionDenied for a plain member on an admin page, Http404, a Host header not
+    in ALLOWED_HOSTS, which scanners send all day) is logged as one warning line, without the
+    traceback Django attaches; a 5xx keeps it (a bug to read)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "status_code", 500) < 500:
             record.exc_info = record.exc_text = None
+            if record.levelno > logging.WARNING:  # the client's mistake, not the service's
+                record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True
 
 

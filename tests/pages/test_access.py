@@ -103,6 +103,14 @@ def test_an_expected_403_is_one_warning_without_a_traceback(acme_team, caplog) -
     assert logging.getLogger("django.request").handlers == []
 
 
+def test_a_host_not_allowed_is_one_warning_without_a_traceback(caplog) -> None:
+    """Scanners send an IP as the Host all day: 400, one warning line, no ERROR."""
+    with caplog.at_level(logging.INFO, logger="django.security"):
+        assert Client(HTTP_HOST="203.0.113.9").get("/").status_code == 400
+    [record] = [r for r in caplog.records if r.name.startswith("django.security")]
+    assert (record.levelname, record.exc_info, record.exc_text) == ("WARNING", None, None)
+
+
 def test_another_tenants_pages_and_actions_are_404(acme_team, globex_team) -> None:
     """acme's owner addresses globex by slug and by globex's own row ids: all 404, no change."""
     write(globex_team.tenant, "g-user", "/secret.md", "globex data")

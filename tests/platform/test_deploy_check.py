@@ -91,13 +91,23 @@ def unit_command(name: str, data_dir: Path) -> list[str]:
     return shlex.split(command)
 
 
-def test_check_deploy_is_clean(tmp_path) -> None:
-    result = subprocess.run(
+def check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env=production_env(tmp_path), capture_output=True, text=True,
+        cwd=ROOT, env=env, capture_output=True, text=True,
     )
+
+
+def test_check_deploy_is_clean_once_the_static_files_are_collected(tmp_path) -> None:
+    env = production_env(tmp_path)
+    uncollected = check_deploy(env)  # every page would be a 500
+    assert uncollected.returncode != 0 and "memoryhub.E002" in uncollected.stderr
+    manage(env, "collectstatic", "--no-input", "-v", "0")
+    result = check_deploy(env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+    placeholder = check_deploy({**env, "METRICS_TOKEN": "CHANGE-ME"})
+    assert placeholder.returncode != 0 and "memoryhub.E005" in placeholder.stderr
 
 
 def test_the_systemd_units_are_valid(tmp_path) -> None:
@@ -167,7 +177,14 @@ def test_the_compose_database_init_then_migrate_through_database_urls(tmp_path) 
         for name in (HOST_ENV, PORT_ENV, "MEMORYHUB_DB_NAME"):  # nothing of the embedded one
             env.pop(name, None)
         manage(env, "migrate", "--no-input")
+        manage(env, "collectstatic", "--no-input", "-v", "0")
         assert "no issues" in manage(env, "check", "--deploy", "--fail-level", "WARNING")
+        # A role that row-level security does not apply to, and no broker: refused.
+        for role in ("memoryhub_owner", "postgres"):
+            refused = check_deploy({**env, "DATABASE_URL": url(role)})
+            assert refused.returncode != 0 and "memoryhub.E004" in refused.stderr, role
+        no_broker = check_deploy({k: v for k, v in env.items() if k != "CELERY_BROKER_URL"})
+        assert no_broker.returncode != 0 and "memoryhub.E003" in no_broker.stderr
         key = json.loads(manage(env, "create_tenant", "initech").strip().splitlines()[-1])
         tenant_id = key["api_key"].split("_")[1]
         with psycopg.connect(f"host={host} port={port} user=memoryhub_app dbname=memoryhub") as app:

@@ -32,7 +32,8 @@ import memoryhub.store
 from tenants.context import TenantNotSet, current_tenant_id_or_none
 
 # Functions that need no tenant, each for a reason its module states.
-CROSS_TENANT = {"memoryhub.store.health.database_ping"}
+CROSS_TENANT = {"memoryhub.store.health.database_ping",
+                "memoryhub.store.health.database_role_powers"}
 
 
 def store_functions() -> Iterator[Callable[..., Any]]:
