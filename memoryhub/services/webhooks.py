@@ -39,6 +39,7 @@ import logging
 import secrets
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -115,7 +116,7 @@ class _FeedEncoder(DjangoJSONEncoder):
         return super().default(o)
 
 
-def _payload(item: dict[str, object]) -> bytes:
+def _payload(item: Mapping[str, object]) -> bytes:
     return json.dumps(item, cls=_FeedEncoder, separators=(",", ":")).encode()
 
 
