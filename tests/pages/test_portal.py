@@ -102,6 +102,19 @@ def test_a_choice_without_the_link_opened_first_is_refused(acme, globex, acme_te
     assert Client().get(link).status_code == 302  # the link itself was not used
 
 
+def test_a_person_forgotten_while_the_account_decides_is_a_used_link(acme, globex,
+                                                                      acme_team) -> None:
+    write(acme.tenant, "alice", "/notes/a.md", "hello")
+    client = signed_in(acme_team.member)
+    link = _link(acme)
+    assert client.get(link).status_code == 200  # the question
+    assert acme.client.delete("/api/v1/users/alice").status_code == 204
+    assert client.get(link).status_code == 410
+    assert client.post(link, {"choice": "link"}).status_code == 410
+    with tenant_context(acme.tenant.pk):
+        assert not EndUser.objects.filter(user_id="alice").exists()
+
+
 def test_an_account_already_linked_goes_straight_to_the_page(acme, globex, acme_team) -> None:
     client = signed_in(acme_team.member)
     link = _link(acme)

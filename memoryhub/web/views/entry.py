@@ -130,7 +130,9 @@ def portal_redeem(request: HtmxHttpRequest, token: str) -> HttpResponse:
 def _portal_question(request: HtmxHttpRequest, grant: PortalGrant, *, form: PortalChoiceForm,
                      status: int = 200) -> HttpResponse:
     with tenant_context(grant.tenant_id):
-        end_user = EndUser.objects.select_related("tenant").get(pk=grant.end_user_id)
+        end_user = EndUser.objects.select_related("tenant").filter(pk=grant.end_user_id).first()
+    if end_user is None:  # forgotten since the link was opened
+        return _link_gone(request)
     return render(request, "web/portal_confirm.html",
                   {"end_user": end_user, "form": form, "choice": PortalChoiceForm},
                   status=status)
@@ -150,7 +152,9 @@ def _portal_choice(request: HtmxHttpRequest, token: str, *, user: User) -> HttpR
         return _link_gone(request)
     if form.cleaned_data["choice"] == PortalChoiceForm.LINK:
         with tenant_context(grant.tenant_id):
-            end_user = EndUser.objects.get(pk=grant.end_user_id)
+            end_user = EndUser.objects.filter(pk=grant.end_user_id).first()
+            if end_user is None:  # forgotten since the link was opened
+                return _link_gone(request)
             end_user_account_link(end_user=end_user, user=user)
         messages.success(request, "This memory page is now linked to your account.")
     else:
