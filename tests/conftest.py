@@ -7,6 +7,7 @@ nothing of one is visible to the other (Zulip's "lear", healthchecks' "Charlie")
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -95,3 +96,13 @@ def eager_tasks() -> Iterator[None]:
         yield
     finally:
         celery_app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def fresh_rate_window() -> None:
+    """API rate limits count in fixed windows of the clock (api/throttling.py: a minute for
+    ``n/min``): a test that fills one must not straddle two, or its last request lands in a
+    new, empty window. It starts with at least 15 s of the minute left."""
+    left = 60 - time.time() % 60
+    if left < 15:
+        time.sleep(left + 0.05)

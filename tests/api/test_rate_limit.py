@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 
-def test_a_key_over_its_rate_gets_429_with_retry_after(acme, globex, settings) -> None:
+def test_a_key_over_its_rate_gets_429_with_retry_after(acme, globex, settings,
+                                                       fresh_rate_window) -> None:
     settings.API_RATE_LIMIT = "3/min"
     for _ in range(3):
         assert acme.client.get("/api/v1/tenant").status_code == 200

@@ -280,7 +280,7 @@ def test_allowed_hosts_come_from_django_settings() -> None:
     assert "https://memory.example.com" in security.allowed_origins
 
 
-def test_the_rate_limit_is_the_apis(live_server, settings) -> None:
+def test_the_rate_limit_is_the_apis(live_server, settings, fresh_rate_window) -> None:
     settings.API_RATE_LIMIT = "2/min"
     key = operator_tenant("initech")
     url = f"{live_server.url}/mcp"

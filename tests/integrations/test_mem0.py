@@ -348,7 +348,8 @@ def test_mem0s_api_is_left_out_of_the_openapi_schema(client, db) -> None:
     assert paths and not [path for path in paths if path.startswith("/mem0")]
 
 
-def test_the_rate_limit_answers_429_with_retry_after(live_server, settings) -> None:
+def test_the_rate_limit_answers_429_with_retry_after(live_server, settings,
+                                                    fresh_rate_window) -> None:
     settings.API_RATE_LIMIT = "3/min"
     client = mem0(live_server, operator_tenant("initech"))  # the ping counts
     client.search("tea", filters={"user_id": "alice"})

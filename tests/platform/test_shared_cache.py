@@ -84,7 +84,8 @@ def test_a_production_server_does_not_start_with_per_process_limits() -> None:
     assert f"ImproperlyConfigured: {SHARED_LIMITS_ID}: The rate limits count" in result.stderr
 
 
-def test_with_redis_down_the_api_limit_holds_in_each_process(acme, settings, caplog) -> None:
+def test_with_redis_down_the_api_limit_holds_in_each_process(acme, settings, caplog,
+                                                            fresh_rate_window) -> None:
     settings.CACHES = {"default": {**REDIS["default"], "LOCATION": NOTHING_LISTENS}}
     settings.API_RATE_LIMIT = "3/min"
     statuses = [acme.client.get("/api/v1/tenant").status_code for _ in range(4)]
