@@ -146,6 +146,21 @@ def test_a_stream_cut_short_is_not_captured_as_a_reply(hub: MemoryHub) -> None:
     assert stored(hub, "s-2") == []
 
 
+def test_a_session_id_the_hub_refuses_fails_the_capture_and_drops_nothing(
+        hub: MemoryHub, caplog: Any) -> None:
+    """Every batch is refused alike (400 invalid_session_id): an error to fix, logged as the
+    capture failing, not each message left out for good."""
+    with ScriptedModel([claude(text("Hello!"))]) as model, caplog.at_level(
+            logging.WARNING, "memoryhub_client"):
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s 1",
+                             inject="disabled")
+        client.messages.create(model="claude-x", max_tokens=10, messages=[
+            {"role": "user", "content": "Hi"}])
+    said = [r.message for r in caplog.records if r.name == "memoryhub_client"]
+    assert len(said) == 1 and said[0].startswith("memoryhub: capture failed")
+    assert "invalid_session_id" in said[0]
+
+
 def test_what_the_server_cannot_store_as_sent_is_made_storable(hub: MemoryHub) -> None:
     """A NUL (PostgreSQL's text has none) is dropped from the message and the recall query;
     a reply's 150 tool calls are more than metadata's 4 KiB: the first that fit are kept and

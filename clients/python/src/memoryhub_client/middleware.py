@@ -59,10 +59,12 @@ CAPTURE_BATCH = 100  # messages a capture request takes at most
 # A capture request's body is at most 1 MiB; a batch is cut before its messages' JSON (as
 # ASCII, its longest spelling) passes this, leaving room for the rest of the body.
 CAPTURE_BATCH_BYTES = 900_000
-# What the server answers for a batch it will never take as it is (a message over the
-# tenant's max_message_bytes, a body over 1 MiB, a text it cannot store): unlike an outage,
-# sending it again on the next call would fail again.
-REFUSED_AS_SENT = frozenset({400, 413, 422})
+# What the server answers for a batch whose messages it will never take as they are (one over
+# the tenant's max_message_bytes, a body over 1 MiB, a text it cannot store): unlike an
+# outage, or a user_id or session_id it refuses (every batch alike), sending them again on
+# the next call would fail again.
+REFUSED_AS_SENT = frozenset({"message_too_large", "request_too_large", "invalid_message",
+                             "invalid_role", "not_text"})
 METADATA_BYTES = 4096  # the server's limit for a message's metadata, as compact JSON
 RECALL_QUERY_CHARS = 10_000  # the longest query recall takes: a longer message is cut, not lost
 T = TypeVar("T")
@@ -496,7 +498,7 @@ class Memory:
             await io.hub(_calls.capture(self.user_id, self.session_id, batch,
                                         profile=self.profile, process=self.process))
         except MemoryHubError as error:
-            if error.status not in REFUSED_AS_SENT or self.strict:
+            if error.code not in REFUSED_AS_SENT or self.strict:
                 self.failed("capture", error)
                 return False
             if len(batch) > 1:
