@@ -93,7 +93,7 @@ _TAIL = re.compile(_TAIL_WORDS + "+$", re.IGNORECASE)
 # before a pronoun: "Trinidad and Tobago" and "Procter and Gamble" stay whole.
 _OBJECT_END = re.compile(
     r"\s+(?:(?:in|since|from|until)\s+(?:\d{4}|january|february|march|april|may|june|july|"
-    r"august|september|october|november|december)\b|(?:with|because|since|but|for)\s+"
+    r"august|september|october|november|december)\b|(?:with|since|but|for)\s+"
     r"(?:my|his|her|our|their|the|a|an|\d+|years|months|weeks|ages|a while|i|we|it)\b|"
     r"and\s+(?:i|he|she|it|they|we|he's|she's|it's|i'm|my|his|her|our)\b|because\b)",
     re.IGNORECASE,

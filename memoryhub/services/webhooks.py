@@ -48,9 +48,9 @@ from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
+from rest_framework.utils.encoders import JSONEncoder
 
 from memoryhub.errors import echo
 from memoryhub.infra.jobs import DELIVER_WEBHOOK
@@ -105,19 +105,10 @@ def signature_valid(*, secret: str, timestamp: str, body: bytes, header: str) ->
     return hmac.compare_digest(expected, header)
 
 
-class _FeedEncoder(DjangoJSONEncoder):
-    """Times as the event feed writes them (DRF's: microseconds kept, UTC as "Z"), where
-    Django's encoder cuts them to milliseconds: the body is the feed's object, to the byte."""
-
-    def default(self, o: object) -> object:
-        if isinstance(o, datetime):
-            text = o.isoformat()
-            return text[:-6] + "Z" if text.endswith("+00:00") else text
-        return super().default(o)
-
-
 def _payload(item: Mapping[str, object]) -> bytes:
-    return json.dumps(item, cls=_FeedEncoder, separators=(",", ":")).encode()
+    # DRF's encoder, as the event feed's renderer uses: times keep their microseconds (Django's
+    # cuts them to milliseconds), so the body is the feed's object to the byte.
+    return json.dumps(item, cls=JSONEncoder, separators=(",", ":")).encode()
 
 
 def event_payload(event: MemoryEvent) -> bytes:
