@@ -45,7 +45,8 @@ def test_a_save_on_a_document_deleted_elsewhere_says_so(alice_page, api) -> None
     page = alice_page
     api.tool("alice", command="delete", path="/memories/diet.md")  # the agent, meanwhile
     page.get_by_role("button", name="Save").click()
-    expect(page.locator("#notice")).to_contain_text("deleted after the page showed it")
+    expect(page.locator("#notice")).to_contain_text("deleted after you opened it")
+    expect(page.locator("#notice pre")).to_have_text("Vegan.\n")  # the typed text, to copy
     expect(page.get_by_role("link", name="/diet.md")).to_have_count(0)
     expect(page.get_by_role("link", name="/todo.md")).to_be_visible()
     expect(page.get_by_label("Content", exact=True)).to_have_count(0)

@@ -231,10 +231,20 @@ def test_a_save_on_a_document_deleted_elsewhere_says_so_and_drops_it(alice, acme
     # The form targeted the document's item; the answer is the list, so it says where it goes.
     assert (response["HX-Retarget"], response["HX-Reswap"]) == ("#memory-list", "outerHTML")
     html = response.content.decode()
-    assert "This document was deleted after the page showed it" in html
+    assert "This document was deleted after you opened it; nothing was saved." in html
+    # The typed text is not lost with the document: it is under the notice, to copy.
+    notice = html[html.index('id="notice"'):]
+    assert "Your text (not saved)" in notice and "<pre class=\"content\">mine</pre>" in notice
     assert html.index('id="memory-list"') < html.index('id="notice"')
     assert f'id="doc-{doc.pk}"' not in html and "/notes/diet.md" in html
-    assert client.get(url, **HTMX)["HX-Retarget"] == "#memory-list"  # opening the edit too
+    opened = client.get(url, **HTMX)  # opening the edit too, which carried no text
+    assert opened["HX-Retarget"] == "#memory-list"
+    assert "deleted after the page showed it" in opened.text and "Your text" not in opened.text
+    # Without htmx a redirect would lose the text: the page itself answers, with it.
+    plain = client.post(url, {"content": "<b>mine</b>", "description": "", "version": "1"})
+    assert plain.status_code == 409 and "<html" in plain.text
+    assert "&lt;b&gt;mine&lt;/b&gt;" in plain.text and "nothing was saved" in plain.text
+    assert document_of(acme_team.tenant, doc.pk) is None
 
 
 

@@ -138,14 +138,18 @@ class _Gone(Exception):
     """The row an action addresses is not the person's (any more): deleted elsewhere after
     the page showed it, or never theirs, which must look the same. :func:`_answers_gone`
     turns it into the notice and the refreshed ``section`` without the stale item (htmx),
-    or 404 (a plain request: the URL names nothing)."""
+    or 404 (a plain request: the URL names nothing). ``kept`` is the text a Save carried,
+    which must not be lost with the row."""
 
-    def __init__(self, section: str, notice: str, *, error: bool = True) -> None:
+    def __init__(self, section: str, notice: str, *, error: bool = True,
+                 kept: str | None = None) -> None:
         super().__init__(notice)
-        self.section, self.notice, self.error = section, notice, error
+        self.section, self.notice, self.error, self.kept = section, notice, error, kept
 
 
 DOCUMENT_GONE = "This document was deleted after the page showed it; nothing was changed."
+# A Save that found its row deleted: the typed text stays under the notice, to copy.
+EDIT_LOST = "This {} was deleted after you opened it; nothing was saved. Your text is below."
 CONVERSATION_GONE = "This conversation was deleted after the page showed it."
 FACT_GONE = "This fact was deleted after the page showed it; nothing was changed."
 
@@ -156,20 +160,21 @@ def _answers_gone(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
         try:
             return view(request, access, **kwargs)
         except _Gone as gone:
-            if not is_partial_request(request):
+            if not is_partial_request(request) and gone.kept is None:
                 raise Http404(gone.notice) from None
             at = _place(request.POST if request.method == "POST" else request.GET)[0]
             return _list_changed(request, access, gone.notice, error=gone.error,
-                                 section=gone.section, conversations_at=at)
+                                 section=gone.section, conversations_at=at, kept=gone.kept)
 
     return wrapper
 
 
 def _document_or_gone(access: PersonAccess, document_id: int, *,
-                      notice: str = DOCUMENT_GONE, error: bool = True) -> MemoryDocument:
+                      notice: str = DOCUMENT_GONE, error: bool = True,
+                      kept: str | None = None) -> MemoryDocument:
     doc = end_user_document(end_user=access.end_user, document_id=document_id)
     if doc is None:
-        raise _Gone("memory-list", notice, error=error)
+        raise _Gone("memory-list", notice, error=error, kept=kept)
     return doc
 
 
@@ -179,15 +184,19 @@ SECTION_ANCHORS = {"memory-list": "", "facts": "#facts", "conversations": "#conv
 
 def _list_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
                   *, error: bool = False, section: str = "memory-list",
-                  conversations_at: int | None = None) -> HttpResponse:
+                  conversations_at: int | None = None, kept: str | None = None) -> HttpResponse:
     """After a delete or a move: the refreshed ``section`` for htmx, or back to the page
     (post/redirect/get); the conversations come back at the page they were deleted from.
 
     The section replaces itself whatever the request targeted (a document's own item, for
-    a Save that found the document gone): ``HX-Retarget`` and ``HX-Reswap`` say so."""
-    if is_partial_request(request):
-        context = _context(access, notice=notice, notice_error=error,
+    a Save that found the document gone): ``HX-Retarget`` and ``HX-Reswap`` say so. ``kept``
+    is the text a refused Save carried, shown under the notice to copy; a plain request gets
+    the page itself (409), since a redirect would lose it."""
+    if kept is not None or is_partial_request(request):
+        context = _context(access, notice=notice, notice_error=error, notice_kept=kept,
                            conversations_at=conversations_at)
+        if not is_partial_request(request):
+            return render_page(request, TEMPLATE, context, status=409)
         response = render_page(request, TEMPLATE, context, partials=[section, "notice"])
         return reswap(retarget(response, f"#{section}"), "outerHTML")
     (messages.error if error else messages.success)(request, notice)
@@ -237,7 +246,11 @@ def document_summary(
 @require_http_methods(["GET", "POST"])
 @_answers_gone
 def document_edit(request: HtmxHttpRequest, access: PersonAccess, document_id: int) -> HttpResponse:
-    doc = _document_or_gone(access, document_id)
+    # A Save on a document deleted meanwhile keeps the typed text on the page to copy.
+    typed = request.POST.get("content", "") if request.method == "POST" else None
+    doc = _document_or_gone(access, document_id,
+                            notice=DOCUMENT_GONE if typed is None else EDIT_LOST.format("document"),
+                            kept=typed)
     if request.method == "GET":
         form = DocumentEditForm(
             initial={"content": doc.content, "description": doc.description, "version": doc.version}
@@ -270,10 +283,8 @@ def _stale(request: HtmxHttpRequest, access: PersonAccess, document_id: int,
     """Refuse a stale edit: nothing is written; the newer text comes back to edit instead."""
     newer = end_user_document(end_user=access.end_user, document_id=document_id)
     if newer is None:
-        return _list_changed(
-            request, access, "This document was deleted after you opened it; nothing was saved.",
-            error=True,
-        )
+        return _list_changed(request, access, EDIT_LOST.format("document"), error=True,
+                             kept=attempted)
     form = DocumentEditForm(initial={"content": newer.content, "description": newer.description,
                                      "version": newer.version})
     return _document(request, access, newer, state="edit", form=form, stale=True,
@@ -450,12 +461,14 @@ def _fact_or_gone(access: PersonAccess, fact_id: UUID) -> Fact:
     return fact
 
 
-def _locked_fact(access: PersonAccess, fact_id: UUID) -> tuple[EndUser, Fact]:
-    """The person's write lock, then their fact; another person's or tenant's looks deleted."""
+def _locked_fact(access: PersonAccess, fact_id: UUID,
+                 *, kept: str | None = None) -> tuple[EndUser, Fact]:
+    """The person's write lock, then their fact; another person's or tenant's looks deleted
+    (with ``kept``, the text of a Save, shown to copy)."""
     end_user = end_user_find(user_id=access.end_user.user_id, for_update=True)
     fact = fact_find(end_user=end_user, fact_id=str(fact_id), for_update=True)
     if end_user is None or fact is None:
-        raise _Gone("facts", FACT_GONE)
+        raise _Gone("facts", FACT_GONE if kept is None else EDIT_LOST.format("fact"), kept=kept)
     return end_user, fact
 
 
@@ -497,7 +510,7 @@ def fact_edit(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> 
     if request.method == "GET":
         fact = _fact_or_gone(access, fact_id)
         return _fact(request, access, fact, state="edit", form=_fact_edit_form(fact))
-    end_user, fact = _locked_fact(access, fact_id)
+    end_user, fact = _locked_fact(access, fact_id, kept=request.POST.get("content", ""))
     form = FactEditForm(request.POST)
     if not form.is_valid():
         return _fact(request, access, fact, state="edit", form=form, status=422)
