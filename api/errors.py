@@ -76,12 +76,19 @@ def body_replaced(response: HttpResponseBase, body: Any) -> HttpResponseBase:
 
 
 def api_message(detail: Any) -> str:
-    """A DRF error's detail as the error body's message (``field: problem; ...``)."""
+    """A DRF error's detail as the error body's message (``field: problem; ...``).
+
+    DRF's messages end with a full stop; joined, each but the last drops it, so that two
+    problems read "a: This field is required; b: ..." rather than "required.; b"."""
     if isinstance(detail, list):
-        return "; ".join(api_message(d) for d in detail)
+        return _joined([api_message(d) for d in detail])
     if isinstance(detail, dict):
-        return "; ".join(f"{key}: {api_message(value)}" for key, value in detail.items())
+        return _joined([f"{key}: {api_message(value)}" for key, value in detail.items()])
     return str(detail)
+
+
+def _joined(parts: list[str]) -> str:
+    return "; ".join([part.removesuffix(".") for part in parts[:-1]] + parts[-1:])
 
 
 TOO_LARGE_MESSAGE = "The request body is over 1 MiB. Send less at a time."

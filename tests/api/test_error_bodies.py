@@ -118,3 +118,13 @@ def test_a_message_quoting_a_lone_surrogate_is_a_json_400(acme, method, path, bo
                                             content_type="application/json")
     _assert_json_error(response, 400, "invalid_request")
     assert "\ufffd" in response.json()["error"]["message"]
+
+
+def test_several_problems_read_as_one_sentence(acme) -> None:
+    """Two fields refused at once: each problem once, joined by "; ", not "required.; b"."""
+    response = acme.client.post(f"{BASE}/webhooks", {"url": "", "event_types": []},
+                                format="json")
+    assert response.status_code == 400, response.content
+    message = response.json()["error"]["message"]
+    assert ".;" not in message and message.startswith("url: ") and "; event_types: " in message
+    assert message.endswith("."), message
