@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Development server: embedded PostgreSQL, migrations, the demo tenant, then the web server
-# (gunicorn) and a Celery worker with beat. Ctrl-C stops both.
+# (gunicorn), a Celery worker with beat, and the webhooks' Celery worker. Ctrl-C stops them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBUG="${DEBUG:-1}"
@@ -38,8 +38,15 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-.venv/bin/celery -A memoryhub worker --beat --loglevel INFO --concurrency 2 \
+# Everything but webhook deliveries (-X webhooks): embeddings, augmentation, retention.
+.venv/bin/celery -A memoryhub worker -X webhooks --beat --loglevel INFO --concurrency 2 \
   --schedule "${MEMORYHUB_DATA_DIR:-var}/celerybeat-schedule" &
+pids+=($!)
+# Webhook deliveries on their own queue (memoryhub/infra/queues.py), so that an endpoint that
+# hangs (up to WEBHOOK_TIMEOUT a delivery) delays only other deliveries. They wait on the
+# network, not the CPU: threads, more than the other worker's processes.
+.venv/bin/celery -A memoryhub worker -Q webhooks --pool threads --concurrency 8 \
+  --hostname webhooks@%h --loglevel INFO &
 pids+=($!)
 # The production configuration (deploy/gunicorn.conf.py), on this port.
 .venv/bin/gunicorn -c deploy/gunicorn.conf.py memoryhub.wsgi:application \

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from memoryhub.infra import embedded_db
 from memoryhub.infra.bootstrap import HOST_ENV, PORT_ENV, data_dir
+from memoryhub.infra.queues import TASK_ROUTES, task_queues
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -389,6 +390,10 @@ CELERY_TIMEZONE = "UTC"
 # Tests give each session its own queue (and Redis DB) so that runs of several people sharing
 # one Redis never take each other's tasks.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "memoryhub")
+# Webhook deliveries on "<CELERY_QUEUE>.webhooks", for a worker of their own (-Q webhooks), so
+# that a tenant's hanging endpoint delays nobody's facts or vectors (memoryhub/infra/queues.py).
+CELERY_TASK_QUEUES = task_queues(CELERY_TASK_DEFAULT_QUEUE)
+CELERY_TASK_ROUTES = TASK_ROUTES
 # Beat: the sweeps re-enqueue what a lost message left behind; every task is idempotent.
 CELERY_BEAT_SCHEDULE = {
     # Hourly: expired sessions (session_days) and conversations (conversation_days), tallies.

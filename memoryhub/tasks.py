@@ -13,6 +13,9 @@ re-enqueue work a lost message left behind.
 Every task has an explicit ``name=``: services and the publisher enqueue by that name
 (memoryhub/infra/jobs.py), so they need not import this module, which imports them; and
 queued messages and the beat schedule keep finding their task if this module moves.
+
+Webhook deliveries and their sweep go to a queue of their own, which a worker of its own
+takes (the routes in memoryhub/infra/queues.py): an endpoint that hangs holds up only them.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@
 - Those commands, as the units write them, start and serve with the template's settings:
   gunicorn with deploy/gunicorn.conf.py (two workers: /metrics adds both up; the API, /mcp,
   a page and its static files; JSON log lines carrying the request id), the Celery worker
-  (embeds what the web server wrote) and beat (loads the schedule of the settings).
+  (embeds what the web server wrote), the webhooks worker (delivers its webhook, which the
+  other worker never touches) and beat (loads the schedule of the settings).
 - The nginx example in front of that gunicorn (Debian's nginx, from .ci/nginx).
 - deploy/compose/initdb.sh on a fresh server, then production's two DATABASE_URLs.
 
@@ -45,10 +46,12 @@ from memoryhub.infra.bootstrap import HOST_ENV, PORT_ENV
 from memoryhub.models import Passage
 from tenants.context import tenant_context
 from tests.benchmarks.benchserver import free_port, manage, running, serving
+from tests.webhooks.receiver import webhook_receiver
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-UNITS = {name: DEPLOY / "systemd" / f"memoryhub-{name}.service" for name in ("web", "worker", "beat")}
+UNITS = {name: DEPLOY / "systemd" / f"memoryhub-{name}.service"
+         for name in ("web", "worker", "webhooks", "beat")}
 # Where the units expect the code, its virtualenv and the state; mapped to this checkout.
 INSTALL_DIR, VENV_BIN, STATE_DIR = "/opt/memoryhub", "/opt/memoryhub/.venv/bin/", "/var/lib/memoryhub"
 REDIS_URL = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
@@ -80,8 +83,12 @@ def production_env(data_dir: Path, **overrides: str) -> dict[str, str]:
 
 
 def exec_start(unit: Path) -> str:
+    """The unit's ExecStart as systemd runs it: "%%" (an escaped "%") is "%" (no other
+    specifier is used)."""
     [line] = [line for line in unit.read_text().splitlines() if line.startswith("ExecStart=")]
-    return line.removeprefix("ExecStart=")
+    command = line.removeprefix("ExecStart=")
+    assert not re.search(r"%[^%]", command.replace("%%", "")), command
+    return command.replace("%%", "%")
 
 
 def unit_command(name: str, data_dir: Path) -> list[str]:
@@ -131,7 +138,7 @@ def test_the_systemd_units_are_valid(tmp_path) -> None:
 def test_the_compose_services_run_the_units_commands() -> None:
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     services = compose["services"]
-    assert set(services) == {"db", "redis", "migrate", "web", "worker", "beat"}
+    assert set(services) == {"db", "redis", "migrate", "web", "worker", "webhooks", "beat"}
     for name in UNITS:
         assert shlex.join(services[name]["command"]) == exec_start(UNITS[name]).replace(
             VENV_BIN, ""), name
@@ -238,6 +245,7 @@ class Production:
     data_dir: Path
     web_log: Path
     worker_log: Path
+    webhooks_log: Path
 
     def scrape(self) -> dict[tuple[str, tuple], float]:
         answer = httpx.get(f"{self.base}/metrics",
@@ -248,16 +256,20 @@ class Production:
 
 @pytest.fixture(scope="module")
 def production(django_db_setup, tmp_path_factory) -> Iterator[Production]:
-    """The web and worker units' commands with the template's settings, on the test
-    database: gunicorn with two workers, a Celery worker on the test Redis."""
+    """The web and both workers' units' commands with the template's settings, on the test
+    database: gunicorn with two workers, the Celery workers on the test Redis. Webhook URLs on
+    loopback are allowed (the test's receiver is there)."""
     data_dir = tmp_path_factory.mktemp("production")
     port = free_port()
-    env = production_env(data_dir, WEB_BIND=f"127.0.0.1:{port}", WEB_WORKERS="2")
+    env = production_env(data_dir, WEB_BIND=f"127.0.0.1:{port}", WEB_WORKERS="2",
+                         WEBHOOK_ALLOW_PRIVATE_URLS="1")
     manage(env, "collectstatic", "--no-input", "-v", "0")  # a deploy step (README)
     web_log, worker_log = data_dir / "web.log", data_dir / "worker.log"
+    webhooks_log = data_dir / "webhooks.log"
     with (running(unit_command("worker", data_dir), env, worker_log, " ready."),
+          running(unit_command("webhooks", data_dir), env, webhooks_log, " ready."),
           serving(unit_command("web", data_dir), env, port, "gunicorn", log=web_log) as base):
-        yield Production(base, env, data_dir, web_log, worker_log)
+        yield Production(base, env, data_dir, web_log, worker_log, webhooks_log)
 
 
 def test_the_units_commands_start_and_serve(production, transactional_db, acme) -> None:
@@ -313,6 +325,30 @@ def test_the_units_commands_start_and_serve(production, transactional_db, acme) 
                 if not line.startswith("{")]
     assert any("embed_documents" in line["message"] and "succeeded" in line["message"]
                for line in json_lines(production.worker_log))
+
+
+def test_the_webhooks_unit_delivers_and_the_worker_unit_leaves_deliveries_to_it(
+    production, transactional_db, acme,
+) -> None:
+    api = {"Authorization": f"Bearer {acme.key}", **PROXIED}
+    with webhook_receiver() as receiver, httpx.Client(base_url=production.base, headers=api,
+                                                      timeout=30) as http:
+        created = http.post("/api/v1/webhooks", json={"url": receiver.url})
+        assert created.status_code == 201, created.text
+        wrote = http.post("/api/v1/users/alice/memory", json={
+            "command": "create", "path": "/memories/hooks.md", "file_text": "Hooked.\n"})
+        assert wrote.status_code == 200, wrote.text
+        wait_until(lambda: receiver.received, "the webhooks worker's delivery")
+    [request] = receiver.received
+    assert request.signed_by(created.json()["secret"])
+
+    def ran(log: Path, task: str) -> bool:
+        return any(task in line["message"] and "succeeded" in line["message"]
+                   for line in json_lines(log))
+
+    wait_until(lambda: ran(production.webhooks_log, "deliver_webhook"), "the delivery's log")
+    assert not ran(production.worker_log, "deliver_webhook")
+    assert not ran(production.webhooks_log, "embed_documents")
 
 
 # --- the proxy example in front of it --------------------------------------------------------

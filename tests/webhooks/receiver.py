@@ -1,6 +1,7 @@
-"""A tenant's webhook receiver on 127.0.0.1: records what arrives, answers scripted statuses,
-and checks signatures as a receiver would, from the README's formula alone; and, for tests
-elsewhere that need one, a fixture allowing such private URLs."""
+"""A tenant's webhook receiver on 127.0.0.1: records what arrives, answers scripted statuses
+(or, held, nothing until the test releases it: an endpoint that hangs), and checks signatures
+as a receiver would, from the README's formula alone; and, for tests elsewhere that need one,
+a fixture allowing such private URLs."""
 
 from __future__ import annotations
 
@@ -50,16 +51,27 @@ class Receiver:
     statuses: list[int]  # answered in order; 200 once they run out
     received: list[Received] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)  # held ones answer
+
+
+# How long a held request waits for its release at most: longer than any test's patience.
+HOLD_LIMIT = 60.0
 
 
 @contextmanager
-def webhook_receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
+def webhook_receiver(statuses: list[int] | None = None, *,
+                     held: bool = False) -> Iterator[Receiver]:
+    """``held``: each request is recorded as it arrives, then answered only once
+    ``receiver.released`` is set (the block's end sets it), as an endpoint that hangs."""
     receiver = Receiver(url="", statuses=list(statuses or []))
+    if not held:
+        receiver.released.set()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # http.server's naming
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             receiver.received.append(Received(dict(self.headers.items()), body, time.time()))
+            receiver.released.wait(HOLD_LIMIT)
             status = receiver.statuses.pop(0) if receiver.statuses else 200
             self.send_response(status)
             self.send_header("Content-Length", "0")
@@ -76,6 +88,7 @@ def webhook_receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
     try:
         yield receiver
     finally:
+        receiver.released.set()
         server.shutdown()
         server.server_close()
 

@@ -1,10 +1,13 @@
-"""A real Celery worker (``celery -A memoryhub worker``) on Redis, against the test database.
+"""Real Celery workers (``celery -A memoryhub worker``) on Redis, against the test database.
 
-Redis DB 5 and a queue named for this session keep runs of several people on one Redis
-apart. This process's Celery is pointed at the same broker and queue for the duration, so
-the on-commit hooks of writes made here reach the worker. The worker connects to the test
-database because the session fixture put its name in ``MEMORYHUB_DB_NAME``; with the
-embedded server it connects as the application role, so RLS applies to it.
+As in production (deploy/systemd): one worker for everything but webhook deliveries
+(``-X webhooks``) and one for those (``-Q webhooks``, threads), memoryhub/infra/queues.py.
+Redis DB 5 and a queue named for this session (the webhooks' queue is named after it) keep
+runs of several people on one Redis apart. This process's Celery is pointed at the same
+broker and queues for the duration, so the on-commit hooks of writes made here reach the
+workers. The workers connect to the test database because the session fixture put its name
+in ``MEMORYHUB_DB_NAME``; with the embedded server they connect as the application role, so
+RLS applies to them.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import kombu.pools
@@ -25,6 +28,7 @@ import redis
 
 from memoryhub.celery import app as celery_app
 from memoryhub.infra.publisher import embedding_publisher, record_publisher
+from memoryhub.infra.queues import WEBHOOKS, task_queues, webhooks_queue
 
 REDIS_URL = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
 READY_TIMEOUT = 60.0
@@ -47,21 +51,37 @@ def _point_celery_at(conf: dict) -> None:
 
 @contextmanager
 def worker_running(log: Path, *, broker_url: str, queue: str, env: dict[str, str] | None = None,
-                   beat: bool = False) -> Iterator[subprocess.Popen]:
-    """``celery -A memoryhub worker`` (2 processes; with ``beat``, the sweeps too) on
-    ``broker_url`` and ``queue`` against the test database, until the block ends. In a
-    session of its own, so that ``os.killpg`` reaches the pool's processes too."""
+                   beat: bool = False, webhooks: bool = True) -> Iterator[subprocess.Popen]:
+    """``celery -A memoryhub worker -X webhooks`` (2 processes; with ``beat``, the sweeps
+    too) on ``broker_url`` and ``queue`` against the test database, until the block ends;
+    yields it. With ``webhooks``, the webhooks worker beside it (``-Q webhooks``, 4 threads,
+    its log next to ``log``). Each in a session of its own, so that ``os.killpg`` reaches
+    the pool's processes too."""
     env = {
         **os.environ,  # MEMORYHUB_DB_NAME is the test database by now
         "CELERY_BROKER_URL": broker_url, "CELERY_QUEUE": queue,
         "SECRET_KEY": "worker-under-test", "DB_POOL": "0",
         "WEBHOOK_ALLOW_PRIVATE_URLS": "1", "WEBHOOK_RETRY_BASE": "1", **(env or {}),
     }
-    command = [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--loglevel",
-               "INFO", "--concurrency", "2", "--without-gossip", "--without-mingle",
-               "--without-heartbeat", "--hostname", f"{queue}-{uuid.uuid4().hex[:6]}@%h"]
+    options = ["-X", WEBHOOKS, "--concurrency", "2"]
     if beat:
-        command += ["--beat", "--schedule", str(log.with_suffix(".beat"))]
+        options += ["--beat", "--schedule", str(log.with_suffix(".beat"))]
+    with ExitStack() as stack:
+        worker = stack.enter_context(_started(log, env, queue, options))
+        if webhooks:
+            stack.enter_context(_started(
+                log.with_name(f"{log.stem}-webhooks{log.suffix}"), env, f"{queue}-webhooks",
+                ["-Q", WEBHOOKS, "--pool", "threads", "--concurrency", "4"]))
+        yield worker
+
+
+@contextmanager
+def _started(log: Path, env: dict[str, str], name: str,
+             options: list[str]) -> Iterator[subprocess.Popen]:
+    """One worker, node ``name``, once it says it is ready; a warm stop after the block."""
+    command = [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--loglevel",
+               "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
+               "--hostname", f"{name}-{uuid.uuid4().hex[:6]}@%h", *options]
     with log.open("w") as out:
         worker = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
                                   cwd=Path(__file__).resolve().parents[2], start_new_session=True)
@@ -86,11 +106,12 @@ def worker_running(log: Path, *, broker_url: str, queue: str, env: dict[str, str
 
 @contextmanager
 def celery_pointed_at(broker_url: str, queue: str) -> Iterator[None]:
-    """This process's on-commit hooks publish to ``broker_url`` and ``queue`` in the block."""
+    """This process's on-commit hooks publish to ``broker_url`` and ``queue`` (and the
+    webhooks' queue named after it) in the block."""
     saved = {key: celery_app.conf[key] for key in
-             ("broker_url", "broker_transport_options", "task_default_queue")}
+             ("broker_url", "broker_transport_options", "task_default_queue", "task_queues")}
     _point_celery_at({"broker_url": broker_url, "broker_transport_options": {},
-                      "task_default_queue": queue})
+                      "task_default_queue": queue, "task_queues": task_queues(queue)})
     try:
         yield
     finally:
@@ -99,7 +120,7 @@ def celery_pointed_at(broker_url: str, queue: str) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def celery_worker(django_db_setup, tmp_path_factory) -> Iterator[str]:
-    """Start one worker for the module; yields the queue name."""
+    """Start the workers for the module; yields the queue name."""
     redis.Redis.from_url(REDIS_URL).ping()  # Redis is part of the test environment (.ci/run)
     queue = f"memoryhub-test-{uuid.uuid4().hex[:12]}"
     log = Path(tmp_path_factory.mktemp("worker")) / "worker.log"
@@ -108,7 +129,7 @@ def celery_worker(django_db_setup, tmp_path_factory) -> Iterator[str]:
                 celery_pointed_at(REDIS_URL, queue):
             yield queue
     finally:
-        redis.Redis.from_url(REDIS_URL).delete(queue)
+        redis.Redis.from_url(REDIS_URL).delete(queue, webhooks_queue(queue))
 
 
 def wait_for(predicate, *, timeout: float = 20.0, interval: float = 0.1):

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from memoryhub.celery import app as celery_app
 from memoryhub.infra import jobs
+from memoryhub.infra.queues import webhooks_queue
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TASKS_MODULE = REPO_ROOT / "memoryhub" / "tasks.py"
@@ -42,6 +43,25 @@ def test_every_beat_entry_is_a_registered_task(registered: set[str]) -> None:
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert scheduled
     assert sorted(scheduled - registered) == []
+
+
+def test_every_routed_task_is_registered(registered: set[str]) -> None:
+    """A route naming no task would leave the task it meant on the default queue."""
+    assert settings.CELERY_TASK_ROUTES
+    assert sorted(set(settings.CELERY_TASK_ROUTES) - registered) == []
+
+
+def test_deliveries_and_only_what_feeds_them_go_to_the_webhooks_queue() -> None:
+    """memoryhub/infra/queues.py: the webhooks worker (-Q webhooks) takes deliveries and their
+    sweep; everything else, beat's other entries too, stays on the default queue."""
+    default = settings.CELERY_TASK_DEFAULT_QUEUE
+    scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    queues = {name: celery_app.amqp.router.route({}, name)["queue"].name
+              for name in jobs.TASK_NAMES | scheduled}
+    assert {name for name, queue in queues.items() if queue == webhooks_queue(default)} == {
+        jobs.DELIVER_WEBHOOK, settings.CELERY_BEAT_SCHEDULE["webhooks-sweep"]["task"]}
+    assert {name for name, queue in queues.items() if queue == default} == (
+        set(queues) - {jobs.DELIVER_WEBHOOK, "memoryhub.tasks.webhooks_sweep"})
 
 
 def _shared_task_names() -> dict[str, str | None]:
