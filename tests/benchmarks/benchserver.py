@@ -41,10 +41,14 @@ def bench_env(db_name: str) -> dict[str, str]:
 
 
 def purge_queue(env: dict[str, str]) -> None:
-    """Drop the embedding tasks the benchmark's writes enqueued (no worker runs here)."""
+    """Drop the tasks the benchmark's writes enqueued (no worker runs here): embeddings on
+    the default queue, deliveries on the webhooks' queue."""
     import redis
 
-    redis.Redis.from_url(env["CELERY_BROKER_URL"]).delete(env["CELERY_QUEUE"])
+    from memoryhub.infra.queues import webhooks_queue
+
+    queue = env["CELERY_QUEUE"]
+    redis.Redis.from_url(env["CELERY_BROKER_URL"]).delete(queue, webhooks_queue(queue))
 
 
 def manage(env: dict[str, str], *args: str) -> str:
