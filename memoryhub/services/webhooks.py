@@ -281,15 +281,19 @@ def _post(*, endpoint: WebhookEndpoint, body: bytes, event_type: str,
         DELIVERY_HEADER: delivery_id,
     }
     try:
-        response = httpx.post(endpoint.url, content=body, headers=headers,
-                              timeout=_config()["timeout"], follow_redirects=False)
+        # Streamed, and the body never read: the status is the whole answer, and an endpoint
+        # that sends an endless body (httpx.post reads it all) would hold the worker's thread
+        # and fill its memory for as long as it kept the bytes coming.
+        with httpx.stream("POST", endpoint.url, content=body, headers=headers,
+                          timeout=_config()["timeout"], follow_redirects=False) as response:
+            status = response.status_code
     except httpx.TimeoutException:
         return Attempt(None, "no answer within the timeout")
     except httpx.HTTPError as exc:
         return Attempt(None, f"connection failed: {exc}"[:_MAX_ERROR])
-    if 200 <= response.status_code < 300:
-        return Attempt(response.status_code, "")
-    return Attempt(response.status_code, f"HTTP {response.status_code}")
+    if 200 <= status < 300:
+        return Attempt(status, "")
+    return Attempt(status, f"HTTP {status}")
 
 
 def webhook_deliver(*, delivery_id: int) -> str:

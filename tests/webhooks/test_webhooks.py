@@ -7,9 +7,11 @@ through a real worker.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import replace
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.utils import timezone
@@ -264,3 +266,41 @@ def test_the_sweep_sends_deliveries_whose_message_was_lost(
         assert webhooks_sweep() == 1
     assert delivery_of(acme).status == DeliveryStatus.DELIVERED
     assert len(receiver.received) == 1
+
+
+def test_an_endless_answer_is_not_read(acme, globex, private_urls_allowed) -> None:
+    """The status is the answer: an endpoint streaming a body that does not end (here 2,000
+    chunks of 16 KiB, 20 ms apart: 32 MiB over 40 s) neither holds the delivery nor fills
+    the worker's memory. Before, the whole body was read, for as long as it kept coming."""
+    hung_up: list[int] = []  # the chunks sent before the delivery closed the connection
+
+    class Endless(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # http.server's naming
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for sent in range(2000):
+                    self.wfile.write(b"4000\r\n" + b"x" * 0x4000 + b"\r\n")
+                    self.wfile.flush()
+                    time.sleep(0.02)
+            except OSError:  # a write after the other side closed: reset, broken pipe
+                hung_up.append(sent)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Endless)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        create(acme, f"http://127.0.0.1:{server.server_address[1]}/hooks")
+        event(acme)
+        assert deliver(acme, delivery_of(acme).pk) == DeliveryStatus.DELIVERED
+        deadline = time.monotonic() + 10
+        while not hung_up and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert hung_up and hung_up[0] < 1999, hung_up  # it hung up rather than reading on
+    finally:
+        server.shutdown()
+        server.server_close()
