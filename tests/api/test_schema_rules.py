@@ -16,7 +16,9 @@ from rest_framework.test import APIClient
 
 from api.serializers import text_pattern
 from memoryhub import paths
+from memoryhub.errors import MemoryRefusal
 from memoryhub.identifiers import is_profile_name, is_user_id
+from memoryhub.services.documents import description_check
 
 V1 = "/api/v1"
 # Characters near the rules' edges, plus any other that UTF-8 can carry (a URL cannot carry
@@ -141,3 +143,39 @@ def test_a_role_that_is_no_string_is_invalid_role_not_500(acme: Any, role: Any) 
     response = acme.client.post(f"{V1}/users/alice/sessions/s1/messages",
                                 {"messages": [{"role": role, "content": "hi"}]}, format="json")
     assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_role")
+
+
+# Characters at the edges of the one-line rule: controls (tab, C1), line and paragraph
+# separators, and their printable neighbours.
+LINE_EDGES = "a é\t\x0b\x1f\x7f\x80\x85\x9f\xa0\u2027\u2028\u2029\u202a\u200b\U0001f600"
+
+
+def test_the_description_pattern_is_the_one_line_rule(schema: dict) -> None:
+    """A description the schema allows is stored; the server refused a tab, a C1 control or
+    U+2028 (``description_check``: 422 not_text) that the schema's pattern let through."""
+    rule = schema["components"]["schemas"]["DocumentWrite"]["properties"]["description"]
+
+    @settings(max_examples=300, deadline=None)
+    @given(EDGY | st.text(LINE_EDGES, max_size=8))
+    def agree(value: str) -> None:
+        try:
+            one_line = description_check(value) is not None
+        except MemoryRefusal:
+            one_line = False
+        assert accepts(rule, value) == one_line, ascii(value)
+
+    agree()
+
+
+@pytest.mark.parametrize("description", ["tab\there", "C1\x85", "sep\u2028arator", "bell\x07"])
+def test_a_description_the_schema_refuses_is_refused(acme: Any, schema: dict,
+                                                     description: str) -> None:
+    rule = schema["components"]["schemas"]["DocumentWrite"]["properties"]["description"]
+    assert not accepts(rule, description)
+    response = acme.client.put(f"{V1}/users/alice/documents/global/notes.md",
+                               {"content": "x", "description": description}, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (422, "not_text")
+    stored = acme.client.put(f"{V1}/users/alice/documents/global/notes.md",
+                             {"content": "x", "description": "one line, é \U0001f600"},
+                             format="json")
+    assert stored.status_code == 201
