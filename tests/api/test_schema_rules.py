@@ -200,3 +200,22 @@ def test_an_empty_query_parameter_is_not_given_and_the_schema_says_so(acme: Any,
         assert (plain.status_code, empty.status_code) == (200, 200), (path, parameter["name"])
         assert empty.json() == plain.json(), (path, parameter["name"])
         assert parameter.get("allowEmptyValue") is True, (path, parameter["name"])
+
+
+def test_conversation_and_fact_ids_in_paths_are_uuids(acme: Any, schema: dict) -> None:
+    """A path's id was any string, the empty one included: Schemathesis' stateful phase carried
+    a fact's ``source.conversation_id`` of ``""`` into ``PUT .../conversations/{id}/summary``,
+    which then named another route (``.../conversations/summary``: 405). The ids are the
+    UUIDs the API hands out; any other text names nothing (404)."""
+    fact = acme.client.post(f"{V1}/users/alice/facts", {"content": "Likes tea"}, format="json")
+    assert fact.status_code == 201
+    found = [(path, p) for path, item in schema["paths"].items() for op in item.values()
+             if isinstance(op, dict) for p in op.get("parameters", [])
+             if p["in"] == "path" and p["name"] in ("conversation_id", "fact_id")]
+    assert len(found) == 7, found
+    for path, parameter in found:
+        assert parameter["schema"] == {"type": "string", "format": "uuid"}, path
+    assert acme.client.get(f"{V1}/users/alice/facts/{fact.json()['id']}").status_code == 200
+    for other in ("x", "summary", "0" * 33):
+        assert acme.client.get(f"{V1}/users/alice/facts/{other}").status_code == 404
+        assert acme.client.get(f"{V1}/users/alice/conversations/{other}").status_code == 404
