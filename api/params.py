@@ -95,4 +95,8 @@ def parameter_schemas() -> dict[tuple[str, str], dict[str, Any]]:
         ("process", "query"): identifier_schema(USER_ID, empty_is_absent=True),
         ("path", "path"): {"type": "string", "pattern": paths.document_path_pattern(),
                            "minLength": 1, "maxLength": paths.document_path_max_length()},
+        # The ids the API hands out (Conversation.id, Fact.id); any other text names nothing
+        # (404, memoryhub.selectors.conversations.parse_uuid), and an empty one another route.
+        ("conversation_id", "path"): {"type": "string", "format": "uuid"},
+        ("fact_id", "path"): {"type": "string", "format": "uuid"},
     }

@@ -15,7 +15,11 @@ rules rather than looser types:
 - a body a PATCH must send whole (``whole_on_patch = True``) keeps its required fields, where
   drf-spectacular would make every field of a PATCH body optional; a body that must be sent
   although each of its fields is optional says ``body_required = True``;
-- a list that may not be empty has ``minItems: 1``.
+- a list that may not be empty has ``minItems: 1``;
+- every query parameter says ``allowEmptyValue``: the server reads ``?limit=`` or
+  ``?after=`` as not given (``api.params.optional``, ``parse_limit``, the cursors), as the
+  contract's own ``?session_id=&profile=`` does, so an integer, boolean or enum parameter
+  may also be sent empty.
 """
 
 from __future__ import annotations
@@ -92,4 +96,6 @@ class AutoSchema(SpectacularAutoSchema):
             rule = parameter_schemas().get((parameter["name"], parameter["in"]))
             if rule is not None:
                 parameter["schema"] = {**parameter.get("schema", {}), **rule}
+            if parameter["in"] == "query":
+                parameter["allowEmptyValue"] = True  # empty: not given (the docstring)
         return parameters

@@ -17,6 +17,7 @@ import base64
 import binascii
 import copy
 import json
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -39,6 +40,7 @@ from memoryhub.numbers import parse_natural
 from memoryhub.selectors.recall import DEFAULT_SOURCES as DEFAULT_RECALL_SOURCES
 from memoryhub.selectors.recall import SOURCES as RECALL_SOURCES
 from memoryhub.services.conversations import MAX_MESSAGES_PER_REQUEST
+from memoryhub.services.documents import NOT_ONE_LINE
 from memoryhub.services.metadata import MAX_METADATA_BYTES
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
 from tenants.services import (
@@ -201,6 +203,26 @@ def text_pattern(*, blank: bool = True) -> str:
     return f"^[^\\u0000]*[^\\u0000{space}][^\\u0000]*$"
 
 
+@lru_cache(maxsize=1)
+def one_line_pattern() -> str:
+    """The OpenAPI pattern of a document's description, ``description_check``'s rule: no
+    character of the categories it refuses (controls, tab included; line and paragraph
+    separators), read from ``unicodedata`` as that check reads them. Its fourth category,
+    unpaired surrogates, has no class in an ECMAScript pattern (which sees a valid pair as
+    two surrogates); DRF refuses them with 400."""
+    refused = [point for point in range(0x10000)
+               if unicodedata.category(chr(point)) in NOT_ONE_LINE - {"Cs"}]
+    ranges: list[list[int]] = []
+    for point in refused:
+        if ranges and ranges[-1][1] == point - 1:
+            ranges[-1][1] = point
+        else:
+            ranges.append([point, point])
+    spelt = "".join(f"\\u{low:04x}" if low == high else f"\\u{low:04x}-\\u{high:04x}"
+                    for low, high in ranges)
+    return f"^[^{spelt}]*$"
+
+
 class StrictStringField(serializers.CharField):
     """A JSON string, unchanged: no coercion of numbers, no whitespace trimming.
 
@@ -304,7 +326,7 @@ class DocumentWriteSerializer(FlatSerializer):
     content = StrictStringField(raw_text=True)
     description = StrictStringField(
         required=False, allow_null=True, max_length=200,
-        openapi={"pattern": "^[^\\u0000\\n\\r]*$"},  # validate_description: one line
+        openapi={"pattern": one_line_pattern()},  # validate_description, description_check
         help_text="one line, at most 200 characters; null or empty: no description",
     )
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)

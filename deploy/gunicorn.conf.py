@@ -22,6 +22,11 @@ threads = int(os.environ.get("WEB_THREADS", "2"))
 timeout = 60
 graceful_timeout = 30
 keepalive = 5  # seconds an idle keep-alive connection stays open (the proxy's pool reuses it)
+# The longest request line gunicorn reads (its default, 4094, refused a documents list the
+# OpenAPI schema allows with an HTML 414): 8190 is gunicorn's highest and fits nginx's default
+# 8k header buffer. Every GET the schema allows fits it, each parameter at its longest and
+# percent-encoded (tests/spec/test_request_line.py).
+limit_request_line = 8190
 # Recycle workers now and then, so a slow leak cannot grow without bound; the jitter keeps
 # them from restarting together.
 max_requests = 20000

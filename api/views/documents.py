@@ -70,7 +70,10 @@ def api_error(exc: MemoryRefusal) -> ApiError:
     return error
 
 
-MAX_PREFIX_CHARS = 1024  # far above any path (255 bytes + "/memories"); keeps LIKE small
+# The longest path there is, written with /memories: a longer prefix can match nothing. Kept
+# this short so that any list request the schema allows fits a request line (gunicorn's
+# limit_request_line, deploy/gunicorn.conf.py), four-byte characters percent-encoded included.
+MAX_PREFIX_CHARS = len(paths.MEMORIES_PREFIX) + paths.MAX_PATH_BYTES
 # valid_prefix's rule: empty (not given), or "/" and anything up to MAX_PREFIX_CHARS.
 PREFIX_SCHEMA = {"type": "string", "pattern": "^(?:/[\\s\\S]*)?$", "maxLength": MAX_PREFIX_CHARS}
 

@@ -104,8 +104,9 @@ from tenants.models import Tenant
 
 DESCRIPTION_MAX_CHARS = 200
 # Characters that would break the one-line description in the index: controls, line and
-# paragraph separators, unpaired surrogates.
-_NOT_ONE_LINE = frozenset({"Cc", "Zl", "Zp", "Cs"})
+# paragraph separators, unpaired surrogates (api.serializers.one_line_pattern states it in the
+# OpenAPI schema).
+NOT_ONE_LINE = frozenset({"Cc", "Zl", "Zp", "Cs"})
 
 # An edit of the memory tool: old content -> (new content, the text for the model).
 Edit = Callable[[str], tuple[str, str]]
@@ -192,7 +193,7 @@ def description_check(description: object) -> str | None:
     if (
         not isinstance(description, str)
         or len(description) > DESCRIPTION_MAX_CHARS
-        or any(unicodedata.category(char) in _NOT_ONE_LINE for char in description)
+        or any(unicodedata.category(char) in NOT_ONE_LINE for char in description)
     ):
         raise NotText(
             f"Error: description must be one line of text of at most {DESCRIPTION_MAX_CHARS} "

@@ -16,7 +16,9 @@ from rest_framework.test import APIClient
 
 from api.serializers import text_pattern
 from memoryhub import paths
+from memoryhub.errors import MemoryRefusal
 from memoryhub.identifiers import is_profile_name, is_user_id
+from memoryhub.services.documents import description_check
 
 V1 = "/api/v1"
 # Characters near the rules' edges, plus any other that UTF-8 can carry (a URL cannot carry
@@ -141,3 +143,79 @@ def test_a_role_that_is_no_string_is_invalid_role_not_500(acme: Any, role: Any) 
     response = acme.client.post(f"{V1}/users/alice/sessions/s1/messages",
                                 {"messages": [{"role": role, "content": "hi"}]}, format="json")
     assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_role")
+
+
+# Characters at the edges of the one-line rule: controls (tab, C1), line and paragraph
+# separators, and their printable neighbours.
+LINE_EDGES = "a é\t\x0b\x1f\x7f\x80\x85\x9f\xa0\u2027\u2028\u2029\u202a\u200b\U0001f600"
+
+
+def test_the_description_pattern_is_the_one_line_rule(schema: dict) -> None:
+    """A description the schema allows is stored; the server refused a tab, a C1 control or
+    U+2028 (``description_check``: 422 not_text) that the schema's pattern let through."""
+    rule = schema["components"]["schemas"]["DocumentWrite"]["properties"]["description"]
+
+    @settings(max_examples=300, deadline=None)
+    @given(EDGY | st.text(LINE_EDGES, max_size=8))
+    def agree(value: str) -> None:
+        try:
+            one_line = description_check(value) is not None
+        except MemoryRefusal:
+            one_line = False
+        assert accepts(rule, value) == one_line, ascii(value)
+
+    agree()
+
+
+@pytest.mark.parametrize("description", ["tab\there", "C1\x85", "sep\u2028arator", "bell\x07"])
+def test_a_description_the_schema_refuses_is_refused(acme: Any, schema: dict,
+                                                     description: str) -> None:
+    rule = schema["components"]["schemas"]["DocumentWrite"]["properties"]["description"]
+    assert not accepts(rule, description)
+    response = acme.client.put(f"{V1}/users/alice/documents/global/notes.md",
+                               {"content": "x", "description": description}, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (422, "not_text")
+    stored = acme.client.put(f"{V1}/users/alice/documents/global/notes.md",
+                             {"content": "x", "description": "one line, é \U0001f600"},
+                             format="json")
+    assert stored.status_code == 201
+
+
+def _query_parameters(schema: dict) -> list[tuple[str, dict]]:
+    return [(path, p) for path, item in schema["paths"].items()
+            for p in item.get("get", {}).get("parameters", []) if p["in"] == "query"]
+
+
+def test_an_empty_query_parameter_is_not_given_and_the_schema_says_so(acme: Any,
+                                                                      schema: dict) -> None:
+    """``?limit=`` (or ``after=``, ``include_invalid=``, ``type=``) is read as absent, as the
+    contract's ``?session_id=&profile=``: the schema said ``type: integer`` (Schemathesis sent
+    ``GET /events?after=&limit=`` as invalid, and it was answered 200)."""
+    found = _query_parameters(schema)
+    assert {p["name"] for _, p in found} >= {"limit", "after", "include_invalid", "type", "scope"}
+    for path, parameter in found:
+        url = path.replace("{user_id}", "alice").replace("{session_id}", "s1")
+        plain = acme.client.get(url)
+        empty = acme.client.get(f"{url}?{parameter['name']}=")
+        assert (plain.status_code, empty.status_code) == (200, 200), (path, parameter["name"])
+        assert empty.json() == plain.json(), (path, parameter["name"])
+        assert parameter.get("allowEmptyValue") is True, (path, parameter["name"])
+
+
+def test_conversation_and_fact_ids_in_paths_are_uuids(acme: Any, schema: dict) -> None:
+    """A path's id was any string, the empty one included: Schemathesis' stateful phase carried
+    a fact's ``source.conversation_id`` of ``""`` into ``PUT .../conversations/{id}/summary``,
+    which then named another route (``.../conversations/summary``: 405). The ids are the
+    UUIDs the API hands out; any other text names nothing (404)."""
+    fact = acme.client.post(f"{V1}/users/alice/facts", {"content": "Likes tea"}, format="json")
+    assert fact.status_code == 201
+    found = [(path, p) for path, item in schema["paths"].items() for op in item.values()
+             if isinstance(op, dict) for p in op.get("parameters", [])
+             if p["in"] == "path" and p["name"] in ("conversation_id", "fact_id")]
+    assert len(found) == 7, found
+    for path, parameter in found:
+        assert parameter["schema"] == {"type": "string", "format": "uuid"}, path
+    assert acme.client.get(f"{V1}/users/alice/facts/{fact.json()['id']}").status_code == 200
+    for other in ("x", "summary", "0" * 33):
+        assert acme.client.get(f"{V1}/users/alice/facts/{other}").status_code == 404
+        assert acme.client.get(f"{V1}/users/alice/conversations/{other}").status_code == 404

@@ -79,6 +79,9 @@ def gunicorn(env: dict[str, str], *, workers: int, threads: int) -> Iterator[str
         sys.executable, "-m", "gunicorn", "memoryhub.wsgi:application",
         "--bind", f"127.0.0.1:{port}", "--workers", str(workers), *worker_class,
         "--log-level", "warning",
+        # deploy/gunicorn.conf.py's request line: every GET the schema allows fits it (the
+        # fuzz run of tests/spec/test_schemathesis.py sends them; 4,094 by default).
+        "--limit-request-line", "8190",
     ]
     with serving(cmd, env, port, "gunicorn") as base:
         yield base
