@@ -115,6 +115,14 @@ def conversation_messages(conversation: Conversation) -> list[Message]:
 # --- history ---------------------------------------------------------------------------------
 
 
+
+def utc_text(moment: datetime) -> str:
+    """``moment`` in UTC as ``YYYY-MM-DD HH:MM:SS``, the times the context blocks show.
+
+    ``isoformat``, not ``strftime("%Y...")``: glibc's ``%Y`` does not pad, so a message an
+    app dated in year 1 read "1-01-01"."""
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "seconds")
+
 @dataclass
 class History:
     enabled: bool
@@ -160,7 +168,7 @@ def _history_of(recent: Sequence[tuple[Conversation, str]], budget: int) -> Hist
 
 def _block(conversation: Conversation, lines: str) -> str:
     """``lines``: the conversation's "<role>: <content>" lines (``history_recent``)."""
-    recorded = conversation.last_message_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    recorded = utc_text(conversation.last_message_at)
     body = conversation.summary + "\n" if conversation.summary else lines
     return f"{BLOCK_BEGIN}[Meta] Conversation Recorded at: {recorded}\n{body}{BLOCK_END}"
 

@@ -27,7 +27,7 @@ import re
 import time
 import unicodedata
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import UUID
 
 from django.conf import settings
@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from memoryhub.infra.embeddings import get_provider, provider_key
 from memoryhub.models import Conversation, EndUser, Fact
+from memoryhub.selectors.conversations import utc_text
 from memoryhub.selectors.documents import memory_enabled
 from memoryhub.store.recall import (
     Ranking,
@@ -213,7 +214,7 @@ def _with_fact_sessions(hits: list[RecallHit]) -> list[RecallHit]:
 def _context_line(hit: RecallHit) -> str:
     text = _WHITESPACE.sub(" ", hit.snippet).strip()
     text = _CONTEXT_TAG.sub(r"‹\1\2", text)
-    stated = (hit.stated_at or hit.updated_at).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    stated = utc_text(hit.stated_at or hit.updated_at)
     if hit.kind == "fact":
         return f"- {text.rstrip(' .')}. Stated at {stated}\n"
     if hit.kind == "message":

@@ -199,6 +199,13 @@ def test_history_text_is_exactly_the_spec_format(acme) -> None:
     assert reply["enabled"] is True and len(reply["conversations"]) == 1
 
 
+def test_an_early_year_keeps_four_digits(acme) -> None:
+    """An app may date a message in year 1 (a placeholder): its line is still the format's
+    (glibc's strftime("%Y") wrote "1-01-01")."""
+    capture(acme, user("Placeholder date.", created_at="0001-01-01T00:00:00Z"))
+    assert "[Meta] Conversation Recorded at: 0001-01-01 00:00:00\n" in history(acme)["text"]
+
+
 def test_history_blocks_newest_first_summary_instead_of_messages(acme) -> None:
     old = capture(acme, user("old question", created_at=at(0)), session="s1")["conversation_id"]
     capture(acme, {"role": "system", "content": "hidden"}, {"role": "tool", "content": "tool out",
