@@ -46,6 +46,7 @@ from memoryhub.models import (
 from memoryhub.selectors.documents import end_user_find
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.events import changed_event, event_record
+from memoryhub.store.webhooks import webhook_endpoints_hold
 from tenants.context import tenant_context
 from tenants.models import Tenant
 
@@ -81,6 +82,10 @@ def end_user_forget(*, tenant: Tenant, user_id: str, actor: str) -> bool:
         Fact.objects.filter(end_user=end_user).delete()
         FactVersion.objects.filter(end_user=end_user).delete()
         FactSourceKey.objects.filter(end_user=end_user).delete()
+        # The events' webhook deliveries go with them: the endpoints' rows first, as every
+        # writer of deliveries takes them (memoryhub.store.webhooks), so an endpoint's
+        # deletion and this forget wait for each other instead of deadlocking.
+        webhook_endpoints_hold()
         MemoryEvent.objects.filter(user_id=user_id).delete()
         AugmentationFailure.objects.filter(user_id=user_id).delete()
         end_user.delete()
