@@ -393,6 +393,10 @@ def _switch_off(*, endpoint: WebhookEndpoint, now: datetime, error: str) -> None
         f"{endpoint.failing_since:%Y-%m-%d %H:%M} UTC (last: {error}). Fix the endpoint, "
         "then set enabled to true; missed events are in GET /api/v1/events."
     )[:_MAX_ERROR]
-    WebhookDelivery.objects.filter(endpoint=endpoint, status=DeliveryStatus.PENDING).update(
-        status=DeliveryStatus.ABANDONED
-    )
+    # SKIP LOCKED: a delivery another send holds waits for its answer, and that send wants
+    # this endpoint's row (locked here) to record it: waiting for it would deadlock. Its
+    # attempt is recorded after this commit, and its retry finds the endpoint off.
+    pending = list(WebhookDelivery.objects.select_for_update(skip_locked=True)
+                   .filter(endpoint=endpoint, status=DeliveryStatus.PENDING)
+                   .values_list("pk", flat=True))
+    WebhookDelivery.objects.filter(pk__in=pending).update(status=DeliveryStatus.ABANDONED)

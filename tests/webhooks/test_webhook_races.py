@@ -170,3 +170,75 @@ def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing
         deleting[1].join(10)
         assert forgotten == [True] and deleting[1].result == 204
         assert _left(acme) == ([], 0)
+
+
+def test_switching_off_an_endpoint_while_another_send_waits_for_it_does_not_deadlock(
+        acme, private_urls_allowed) -> None:
+    """Two sends to an endpoint failing for a day: the one that switches it off abandons its
+    pending deliveries while the other still waits for its answer holding its delivery, then
+    wants the endpoint to record the answer. The first left that delivery to wait for the
+    second (which waited for the first's endpoint lock: PostgreSQL ended one of them); it now
+    skips a delivery in flight, which finds the endpoint off at its next attempt."""
+    import http.server
+    import socketserver
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    arrived, answer = threading.Event(), threading.Event()
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # the first send waits for the test, the second does not
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if not arrived.is_set():
+                arrived.set()
+                answer.wait(10)
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Slow)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        hook = _hook(acme, f"http://127.0.0.1:{server.server_address[1]}/hook")
+        for path in ("/memories/a.md", "/memories/b.md"):
+            assert acme.client.post("/api/v1/users/alice/memory", {**WRITE, "path": path},
+                                    format="json").status_code == 200
+        with tenant_context(acme.tenant.id):
+            WebhookEndpoint.objects.update(failing_since=timezone.now() - timedelta(hours=25))
+            first, second = WebhookDelivery.objects.order_by("id").values_list("pk", flat=True)
+
+        def send(delivery_id: int) -> str:
+            with tenant_context(acme.tenant.id):
+                return webhook_deliver(delivery_id=delivery_id)
+
+        in_flight = Elsewhere(lambda: send(second))
+        in_flight.start()
+        assert arrived.wait(10)  # the second send waits for its answer, holding its delivery
+
+        def answer_before_abandoning(execute: Any, sql: str, params: Any, many: bool,
+                                     context: Any) -> Any:
+            if sql.startswith("UPDATE") and WebhookDelivery._meta.db_table in sql.split("SET")[0]:
+                if "status" in sql.split("WHERE")[0] and not answer.is_set():
+                    answer.set()  # its answer comes: it goes on to record it
+                    in_flight.join(1.5)  # as far as it gets (the deadlock timeout is 1 s)
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(answer_before_abandoning):
+            assert send(first) == "abandoned"
+        in_flight.join(10)
+        assert in_flight.error is None, in_flight.error
+        assert in_flight.result == "pending"  # its retry will find the endpoint off
+        assert send(second) == "skipped"  # not due yet
+        with tenant_context(acme.tenant.id):
+            WebhookDelivery.objects.filter(pk=second).update(next_attempt_at=timezone.now())
+        assert send(second) == "abandoned"
+        shown = acme.client.get(f"/api/v1/webhooks/{hook}").json()
+        assert shown["enabled"] is False
+    finally:
+        server.shutdown()
+        server.server_close()
