@@ -86,6 +86,13 @@ class WebhookUrlError(ValueError):
     """A URL this service will not POST to; the message says why."""
 
 
+MAX_ENDPOINTS = 20  # per tenant: every event is sent to each of them
+
+
+class WebhookLimitReached(ValueError):
+    """The tenant has MAX_ENDPOINTS endpoints already."""
+
+
 def _config() -> dict[str, Any]:
     return settings.MEMORYHUB_WEBHOOKS
 
@@ -171,14 +178,23 @@ def webhook_create(
     *, tenant: Tenant, url: str, event_types: list[str], secret: str | None, enabled: bool,
     actor: str,
 ) -> CreatedEndpoint:
-    webhook_url_check(url)
-    secret = secret or secret_generate()
-    endpoint = WebhookEndpoint.objects.create(
-        tenant=tenant, url=url, secret=secret, event_types=sorted(set(event_types)),
-        enabled=enabled,
-    )
-    audit_record(tenant=tenant, actor=actor, action="webhook.created", target=url,
-                 data={"id": endpoint.pk, "event_types": endpoint.event_types})
+    """``WebhookLimitReached`` at MAX_ENDPOINTS, then ``WebhookUrlError``."""
+    with transaction.atomic():
+        # Counted under the tenant's row (FOR NO KEY UPDATE, which leaves the foreign-key
+        # checks of the tenant's other writes alone): two creates at once counted the same
+        # endpoints and went past the limit together; the second now waits and counts the
+        # first's.
+        Tenant.objects.select_for_update(no_key=True).filter(pk=tenant.pk).first()
+        if WebhookEndpoint.objects.count() >= MAX_ENDPOINTS:
+            raise WebhookLimitReached(f"A tenant has at most {MAX_ENDPOINTS} webhook endpoints.")
+        webhook_url_check(url)
+        secret = secret or secret_generate()
+        endpoint = WebhookEndpoint.objects.create(
+            tenant=tenant, url=url, secret=secret, event_types=sorted(set(event_types)),
+            enabled=enabled,
+        )
+        audit_record(tenant=tenant, actor=actor, action="webhook.created", target=url,
+                     data={"id": endpoint.pk, "event_types": endpoint.event_types})
     return CreatedEndpoint(endpoint, secret)
 
 

@@ -242,3 +242,32 @@ def test_switching_off_an_endpoint_while_another_send_waits_for_it_does_not_dead
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_two_admins_creating_the_last_endpoint_at_once_make_one(acme, globex,
+                                                                private_urls_allowed) -> None:
+    """MAX_ENDPOINTS was counted, then the endpoint inserted: two creates at 19 both counted
+    19 and made 21. The tenant's row (FOR NO KEY UPDATE) now orders them: the second waits,
+    counts 20 and is refused (422 webhook_limit)."""
+    from memoryhub.services.webhooks import MAX_ENDPOINTS
+
+    for number in range(MAX_ENDPOINTS - 1):
+        _hook(acme, f"http://127.0.0.1:9/hook{number}")
+    _hook(globex)  # another tenant's endpoints count for it alone
+    other: list[Elsewhere] = []
+
+    def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        if "COUNT(" in sql.upper() and WebhookEndpoint._meta.db_table in sql and not other:
+            other.append(Elsewhere(lambda: acme.client_with(acme.key).post(
+                "/api/v1/webhooks", {"url": "http://127.0.0.1:9/other"}, format="json",
+            ).status_code).as_far_as_it_gets())
+        return result
+
+    with connection.execute_wrapper(between):
+        first = acme.client.post("/api/v1/webhooks", {"url": "http://127.0.0.1:9/last"},
+                                 format="json")
+    assert other, "the create counted nothing"
+    other[0].join(10)
+    assert sorted([first.status_code, other[0].result]) == [201, 422]
+    assert len(_left(acme)[0]) == MAX_ENDPOINTS and len(_left(globex)[0]) == 1
