@@ -25,7 +25,7 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from memoryhub.models import EndUser
-from memoryhub.store.api_keys import api_key_find
+from memoryhub.store.api_keys import api_key_find, api_key_touch
 from tenants.context import tenant_context
 from tenants.models import ApiKey
 from tenants.services import ParsedKey, api_key_parse, hash_secret
@@ -127,7 +127,7 @@ def key_authenticate(
             raise exceptions.AuthenticationFailed("This API key has been revoked.")
         now = timezone.now()
         if key.last_used_at is None or (now - key.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS:
-            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+            api_key_touch(key_id=key.pk, at=now)  # skips a row another request refreshes
     principal = ApiPrincipal(
         tenant_id=key.tenant_id, key_id=key.pk, lookup_id=key.lookup_id,
         permissions=frozenset(key.permissions), user_id=key.user_id,

@@ -25,13 +25,13 @@ from api.representations import (
 from api.serializers import WebhookInputSerializer, with_errors
 from memoryhub.models import WebhookEndpoint
 from memoryhub.services.webhooks import (
+    MAX_ENDPOINTS,
+    WebhookLimitReached,
     WebhookUrlError,
     webhook_create,
     webhook_delete,
     webhook_update,
 )
-
-MAX_ENDPOINTS = 20  # per tenant: every event is sent to each of them
 
 DELIVERY_DOCS = (
     "Every subscribed event is POSTed as JSON, the same object as in `GET /api/v1/events`. "
@@ -68,9 +68,6 @@ class WebhookListView(TenantAPIView):
     def post(self, request: Request) -> Response:
         body = WebhookInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        if WebhookEndpoint.objects.count() >= MAX_ENDPOINTS:
-            raise ApiError(422, "webhook_limit",
-                           f"A tenant has at most {MAX_ENDPOINTS} webhook endpoints.")
         data = body.validated_data
         try:
             created = webhook_create(
@@ -78,6 +75,8 @@ class WebhookListView(TenantAPIView):
                 secret=data.get("secret"), enabled=data["enabled"],
                 actor=self.principal.actor_label,
             )
+        except WebhookLimitReached as exc:
+            raise ApiError(422, "webhook_limit", str(exc)) from exc
         except WebhookUrlError as exc:
             raise _invalid_url(exc) from exc
         return Response(webhook_representation(created.endpoint, secret=created.secret),

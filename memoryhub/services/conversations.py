@@ -8,10 +8,10 @@ conversation's summary is the only thing that changes.
 Concurrency. Capture holds the person's write lock (the end user's row, ``FOR NO KEY
 UPDATE``, as every memory write does: ``memoryhub.services.documents``), so two captures into
 one session run one after the other: ``seq`` stays gapless and the retry check (``client_id``
-already in the session) cannot race. Deletion takes the same lock; retention, which deletes
-without it, locks the conversation rows it deletes, and capture locks the conversation it
-appends to, so a conversation is either deleted before a capture reads it or after the
-capture committed (the retention statement then re-checks its cutoff and keeps it).
+already in the session) cannot race. Deletion takes the same lock, and so does retention,
+for every person of its batch before anything else (``end_users_lock``), so a conversation
+is either deleted before a capture reads it or after the capture committed (retention then
+checks its cutoff again and keeps it).
 
 Errors. Every message is checked before anything is written: a request is all or nothing.
 """
@@ -40,7 +40,7 @@ from memoryhub.services.facts import facts_sources_drop
 from memoryhub.services.metadata import metadata_checked, metadata_rewritten
 from memoryhub.services.passages import record_embedding_schedule
 from memoryhub.store.conversations import capture_state, messages_store
-from memoryhub.store.end_users import end_user_find
+from memoryhub.store.end_users import end_user_find, end_users_lock
 from tenants.models import Tenant
 
 MAX_MESSAGES_PER_REQUEST = 100
@@ -343,10 +343,21 @@ def conversations_expired_purge(*, tenant: Tenant, now: datetime) -> int:
     if tenant.conversation_days is None:
         return 0
     cutoff = now - timedelta(days=tenant.conversation_days)
-    doomed = list(
-        Conversation.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(last_message_at__lt=cutoff).order_by("last_message_at")
+    chosen = list(
+        Conversation.objects.filter(last_message_at__lt=cutoff).order_by("last_message_at")
         .values_list("id", "end_user__user_id")[:RETENTION_BATCH]
+    )
+    # The batch's people first, in user_id order, as every writer of a person takes them
+    # before their rows and the tenant's feed lock: this transaction records an event per
+    # conversation, and deletes facts learnt from them, person after person (taking a person
+    # or their facts after its first event waited for writers that waited for it: a
+    # deadlock). Then the conversations, checked again: a capture since kept one.
+    people = end_users_lock(user_ids=[user_id for _, user_id in chosen])
+    doomed = list(
+        Conversation.objects.select_for_update(of=("self",))
+        .filter(id__in=[pk for pk, _ in chosen], end_user__in=list(people.values()),
+                last_message_at__lt=cutoff)
+        .order_by("last_message_at").values_list("id", "end_user__user_id")
     )
     by_person: dict[str, list[UUID]] = {}
     for conversation_id, user_id in doomed:

@@ -140,9 +140,11 @@ def end_user_get_or_create(*, tenant: Tenant, user_id: str) -> EndUser:
 _CREATE_TRIES = 5
 
 
-def _lock(end_user: EndUser) -> EndUser:
-    """Take the person's write lock, and read the row again (``memory_enabled`` may have changed)."""
-    return EndUser.objects.select_for_update(no_key=True).get(pk=end_user.pk)
+def _lock(end_user: EndUser) -> EndUser | None:
+    """Take the person's write lock, and read the row again (``memory_enabled`` may have
+    changed); None when the person was forgotten since ``end_user`` was read without the lock
+    (the lock waited for that forget's commit and found no row)."""
+    return EndUser.objects.select_for_update(no_key=True).filter(pk=end_user.pk).first()
 
 
 def memory_disabled_error(reason: str) -> MemoryDisabled:
@@ -371,7 +373,14 @@ def document_put(
     if confidence is not None and not 0.0 <= confidence <= 1.0:
         raise ValueError("confidence must be between 0 and 1")
     if not end_user_locked:
-        end_user = _lock(end_user)
+        locked = _lock(end_user)
+        if locked is None:  # forgotten since read: their documents went with them
+            if expected_version is not None:
+                raise VersionMismatch(f"Error: {path} does not exist, not version "
+                                      f"{expected_version}; read it again and retry.")
+            # Lands after the forget, on a new, empty person (as end_user_forget promises).
+            locked = end_user_get_or_create(tenant=writer.tenant, user_id=end_user.user_id)
+        end_user = locked
     reason = memory_disabled_reason(
         tenant=writer.tenant, end_user=end_user,
         profile=scope_key if scope == Scope.PROFILE else None,
@@ -425,16 +434,17 @@ def document_remove(
     Allowed while memory is disabled: a person can always remove what is stored about them.
     Raises ``DocumentNotFound`` when it is already gone.
     """
-    end_user = _lock(end_user)
-    current = MemoryDocument.objects.select_for_update().filter(pk=document.pk).first()
-    if current is None:
+    locked = _lock(end_user)
+    current = (MemoryDocument.objects.select_for_update().filter(pk=document.pk).first()
+               if locked is not None else None)  # a person forgotten since: the document too
+    if locked is None or current is None:
         raise DocumentNotFound("Error: the document does not exist.")
     if expected_version is not None and current.version != expected_version:
         raise VersionMismatch(
             f"Error: the document is at version {current.version}, not {expected_version}; "
             "read it again and retry."
         )
-    _delete(tenant=writer.tenant, end_user=end_user, documents=[current], actor=writer.actor)
+    _delete(tenant=writer.tenant, end_user=locked, documents=[current], actor=writer.actor)
 
 
 # --- the memory tool's commands (the caller holds the person's write lock) ---------------------

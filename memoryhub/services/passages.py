@@ -346,10 +346,16 @@ def _records_embed(
         return 0
     texts = [text if kind == "fact" else text[:MESSAGE_EMBED_CHARS] for _, text in rows]
     vectors = provider.embed(texts)
-    record_vectors_store(kind=kind, provider=provider_key(provider),
-                         ids=[str(pk) for pk, _ in rows], texts=texts,
-                         embeddings=[halfvec_literal(vector) for vector in vectors])
-    return len(rows)
+    stored, busy = record_vectors_store(
+        kind=kind, provider=provider_key(provider), ids=[str(pk) for pk, _ in rows],
+        texts=texts, embeddings=[halfvec_literal(vector) for vector in vectors])
+    # Rows another transaction held were skipped rather than waited for (a deadlock with
+    # a request locking them in its own order, memoryhub.store._locks). A message is held
+    # only by its deletion; a fact also by edits that keep its text (a merge, an
+    # invalidation, a duplicate found), which ask for no vector: ask again for those.
+    if kind == "fact":
+        _ask_again(EMBED_RECORDS, [["fact", record] for record in busy])
+    return stored
 
 
 def record_embed(*, kind: str, record_id: str) -> int:

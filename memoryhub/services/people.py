@@ -46,6 +46,7 @@ from memoryhub.models import (
 from memoryhub.selectors.documents import end_user_find
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.events import changed_event, event_record
+from memoryhub.store.webhooks import webhook_endpoints_hold
 from tenants.context import tenant_context
 from tenants.models import Tenant
 
@@ -81,6 +82,10 @@ def end_user_forget(*, tenant: Tenant, user_id: str, actor: str) -> bool:
         Fact.objects.filter(end_user=end_user).delete()
         FactVersion.objects.filter(end_user=end_user).delete()
         FactSourceKey.objects.filter(end_user=end_user).delete()
+        # The events' webhook deliveries go with them: the endpoints' rows first, as every
+        # writer of deliveries takes them (memoryhub.store.webhooks), so an endpoint's
+        # deletion and this forget wait for each other instead of deadlocking.
+        webhook_endpoints_hold()
         MemoryEvent.objects.filter(user_id=user_id).delete()
         AugmentationFailure.objects.filter(user_id=user_id).delete()
         end_user.delete()
@@ -91,11 +96,13 @@ def end_user_forget(*, tenant: Tenant, user_id: str, actor: str) -> bool:
     return True
 
 
-def session_forget(*, tenant: Tenant, user_id: str, session_id: str, actor: str) -> int:
+def session_forget(*, tenant: Tenant, user_id: str, session_id: str, actor: str,
+                   idle_before: datetime | None = None) -> int:
     """Delete one session's documents, one ``deleted`` event each; returns how many.
 
     Takes the person's write lock like every document write (memoryhub.services.documents),
     so a memory tool write racing with it lands before or after, never half-way.
+    ``idle_before`` (retention): delete nothing if a document of the session changed since.
     """
     with transaction.atomic():
         end_user = end_user_find(user_id=user_id, for_update=True)
@@ -105,14 +112,15 @@ def session_forget(*, tenant: Tenant, user_id: str, session_id: str, actor: str)
             MemoryDocument.objects.select_for_update()
             .filter(end_user=end_user, scope=Scope.SESSION, scope_key=session_id)
             .order_by("path")
-            .values_list("id", "path")
+            .values_list("id", "path", "updated_at")
         )
-        if not doomed:
+        if not doomed or (idle_before is not None
+                          and any(changed >= idle_before for _, _, changed in doomed)):
             return 0
-        ids = [pk for pk, _ in doomed]
+        ids = [pk for pk, _, _ in doomed]
         Passage.objects.filter(document_id__in=ids).delete()
         MemoryDocument.objects.filter(id__in=ids).delete()
-        for _, path in doomed:
+        for _, path, _ in doomed:
             changed_event(
                 tenant_id=tenant.id, user_id=user_id, actor=actor, change="deleted", path=path,
                 scope=Scope.SESSION, scope_key=session_id,

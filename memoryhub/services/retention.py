@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from memoryhub.models import Actor, MemoryDocument, Scope, WriteTally
 from memoryhub.services.people import session_forget
+from memoryhub.store.end_users import end_users_lock
 from tenants.models import Tenant
 
 RETENTION_BATCH = 200  # sessions per transaction
@@ -46,14 +47,25 @@ def sessions_expired(*, cutoff: datetime, limit: int) -> list[tuple[str, str]]:
 
 
 def retention_purge_batch(*, tenant: Tenant, now: datetime) -> int:
-    """Purge up to RETENTION_BATCH expired sessions of the tenant; returns how many."""
+    """Purge up to RETENTION_BATCH expired sessions of the tenant; returns how many.
+
+    One transaction records an event per purged document, person after person, so it takes
+    every person of the batch first, in user_id order (``end_users_lock``): a writer holds
+    its person, then the tenant's feed lock, and taking the next person after this batch's
+    first event would wait for a writer that waits for this batch (a deadlock). Under the
+    locks each session is checked again: one written to since it was chosen is kept.
+    """
     if tenant.session_days is None:
         return 0
     cutoff = now - timedelta(days=tenant.session_days)
     expired = sessions_expired(cutoff=cutoff, limit=RETENTION_BATCH)
+    end_users_lock(user_ids=[user_id for user_id, _ in expired])
+    purged = 0
     for user_id, session_id in expired:
-        session_forget(tenant=tenant, user_id=user_id, session_id=session_id, actor=Actor.APP)
-    return len(expired)
+        if session_forget(tenant=tenant, user_id=user_id, session_id=session_id,
+                          actor=Actor.APP, idle_before=cutoff):
+            purged += 1
+    return purged
 
 
 def write_tallies_purge(*, older_than_seconds: int = 24 * 3600) -> int:

@@ -19,8 +19,10 @@ Contract for receivers (also in the API docs of ``/api/v1/webhooks``):
 
 Durability: the delivery rows are written in the transaction of the event (an outbox), and
 enqueued on commit; the beat sweep re-enqueues any that are due but whose message was lost.
-Sending holds the delivery row's lock (FOR UPDATE SKIP LOCKED) for the HTTP call, so two
-workers never send the same delivery at once; a row that is not pending or not yet due is
+Sending holds the endpoint's key-share lock and the delivery row's lock (FOR UPDATE SKIP
+LOCKED) for the HTTP call, so two workers never send the same delivery at once, and the
+endpoint's deletion waits for the send to be recorded (memoryhub.store.webhooks: every writer
+of deliveries takes the endpoint's row first); a row that is not pending or not yet due is
 left alone, so duplicate messages are harmless.
 
 SSRF: URLs must be http(s) without credentials; unless ``allow_private_urls`` is set,
@@ -63,6 +65,7 @@ from memoryhub.models import (
     WebhookEndpoint,
 )
 from memoryhub.numbers import parse_natural
+from memoryhub.store.webhooks import webhook_endpoints_hold
 from tenants.models import Tenant
 from tenants.services import audit_record
 
@@ -81,6 +84,13 @@ _MAX_ERROR = 500
 
 class WebhookUrlError(ValueError):
     """A URL this service will not POST to; the message says why."""
+
+
+MAX_ENDPOINTS = 20  # per tenant: every event is sent to each of them
+
+
+class WebhookLimitReached(ValueError):
+    """The tenant has MAX_ENDPOINTS endpoints already."""
 
 
 def _config() -> dict[str, Any]:
@@ -168,14 +178,23 @@ def webhook_create(
     *, tenant: Tenant, url: str, event_types: list[str], secret: str | None, enabled: bool,
     actor: str,
 ) -> CreatedEndpoint:
-    webhook_url_check(url)
-    secret = secret or secret_generate()
-    endpoint = WebhookEndpoint.objects.create(
-        tenant=tenant, url=url, secret=secret, event_types=sorted(set(event_types)),
-        enabled=enabled,
-    )
-    audit_record(tenant=tenant, actor=actor, action="webhook.created", target=url,
-                 data={"id": endpoint.pk, "event_types": endpoint.event_types})
+    """``WebhookLimitReached`` at MAX_ENDPOINTS, then ``WebhookUrlError``."""
+    with transaction.atomic():
+        # Counted under the tenant's row (FOR NO KEY UPDATE, which leaves the foreign-key
+        # checks of the tenant's other writes alone): two creates at once counted the same
+        # endpoints and went past the limit together; the second now waits and counts the
+        # first's.
+        Tenant.objects.select_for_update(no_key=True).filter(pk=tenant.pk).first()
+        if WebhookEndpoint.objects.count() >= MAX_ENDPOINTS:
+            raise WebhookLimitReached(f"A tenant has at most {MAX_ENDPOINTS} webhook endpoints.")
+        webhook_url_check(url)
+        secret = secret or secret_generate()
+        endpoint = WebhookEndpoint.objects.create(
+            tenant=tenant, url=url, secret=secret, event_types=sorted(set(event_types)),
+            enabled=enabled,
+        )
+        audit_record(tenant=tenant, actor=actor, action="webhook.created", target=url,
+                     data={"id": endpoint.pk, "event_types": endpoint.event_types})
     return CreatedEndpoint(endpoint, secret)
 
 
@@ -208,6 +227,12 @@ def webhook_update(
 
 
 def webhook_delete(*, tenant: Tenant, endpoint: WebhookEndpoint, actor: str) -> None:
+    # The endpoint's row first (memoryhub.store.webhooks): an event that already holds it, and
+    # the delivery it inserted, commit before its deliveries are deleted below; one that comes
+    # later waits for this commit and leaves the endpoint out. Either way no delivery is left
+    # pointing at a deleted endpoint (a foreign key violation at the commit of one of the two).
+    if not WebhookEndpoint.objects.select_for_update().filter(pk=endpoint.pk).exists():
+        return  # deleted meanwhile by another request
     audit_record(tenant=tenant, actor=actor, action="webhook.deleted", target=endpoint.url,
                  data={"id": endpoint.pk})
     endpoint.delete()  # its deliveries go with it
@@ -298,6 +323,13 @@ def _post(*, endpoint: WebhookEndpoint, body: bytes, event_type: str,
 
 def webhook_deliver(*, delivery_id: int) -> str:
     """Send one delivery if it is pending and due; record the outcome. Returns the status."""
+    # The endpoint before the delivery, as every writer of deliveries holds them
+    # (memoryhub.store.webhooks): a deletion of the endpoint waits for this send to be
+    # recorded, or this send for the deletion (then there is nothing to send).
+    endpoint_id = (WebhookDelivery.objects.filter(pk=delivery_id)
+                   .values_list("endpoint_id", flat=True).first())
+    if endpoint_id is None or not webhook_endpoints_hold(ids=[endpoint_id]):
+        return "skipped"  # gone, with its endpoint or its event
     delivery = (
         WebhookDelivery.objects.select_for_update(skip_locked=True, of=("self",))
         .select_related("endpoint", "event")
@@ -344,7 +376,9 @@ def webhook_test_send(*, tenant: Tenant, endpoint: WebhookEndpoint, actor: str) 
 
 
 def _attempt_record(*, delivery: WebhookDelivery, attempt: Attempt, now: datetime) -> None:
-    endpoint = WebhookEndpoint.objects.select_for_update().get(pk=delivery.endpoint_id)
+    # NO KEY: the key-share lock that other sends to this endpoint hold while they wait for
+    # their answer does not block this one (FOR UPDATE would wait for all of them).
+    endpoint = WebhookEndpoint.objects.select_for_update(no_key=True).get(pk=delivery.endpoint_id)
     endpoint.last_status = attempt.status
     endpoint.last_error = attempt.error[:_MAX_ERROR]
     endpoint.last_attempt_at = now
@@ -379,6 +413,10 @@ def _switch_off(*, endpoint: WebhookEndpoint, now: datetime, error: str) -> None
         f"{endpoint.failing_since:%Y-%m-%d %H:%M} UTC (last: {error}). Fix the endpoint, "
         "then set enabled to true; missed events are in GET /api/v1/events."
     )[:_MAX_ERROR]
-    WebhookDelivery.objects.filter(endpoint=endpoint, status=DeliveryStatus.PENDING).update(
-        status=DeliveryStatus.ABANDONED
-    )
+    # SKIP LOCKED: a delivery another send holds waits for its answer, and that send wants
+    # this endpoint's row (locked here) to record it: waiting for it would deadlock. Its
+    # attempt is recorded after this commit, and its retry finds the endpoint off.
+    pending = list(WebhookDelivery.objects.select_for_update(skip_locked=True)
+                   .filter(endpoint=endpoint, status=DeliveryStatus.PENDING)
+                   .values_list("pk", flat=True))
+    WebhookDelivery.objects.filter(pk__in=pending).update(status=DeliveryStatus.ABANDONED)

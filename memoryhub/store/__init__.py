@@ -15,6 +15,7 @@ Where each statement lives:
   and the insert and update every write runs.
 - ``passages``: recall's passages kept in step with their document; their vectors.
 - ``events``: the event feed's insert, under the tenant's feed lock, with its deliveries.
+- ``webhooks``: the endpoints' key-share lock, taken before their deliveries' rows.
 - ``write_tallies``: the counts behind ``max_writes_per_turn``.
 - ``recall``: recall's one ranking statement.
 - ``health``: the readiness check's ``SELECT 1``.

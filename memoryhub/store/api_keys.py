@@ -10,6 +10,8 @@ on every request, and the ORM took longer to compile it than to run it.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import connection
 
 from memoryhub.models import EndUser
@@ -64,3 +66,22 @@ def api_key_find(
         key, model_from_row(Tenant, row[_KEY_COLUMNS:_TENANT_END]))
     person = row[_TENANT_END:]
     return key, (model_from_row(EndUser, person) if person and person[0] is not None else None)
+
+
+# The refresh of last_used_at skips a key row another transaction holds: that one is setting
+# the same minute, and waiting for it would wait for the rest of its request (it holds the
+# row to its commit), holding what this request locked already (the person its URL names),
+# while that request may come for the same locks: a deadlock.
+_TOUCH = (
+    f"UPDATE {ApiKey._meta.db_table} SET last_used_at = %s WHERE id = ("
+    f"SELECT id FROM {ApiKey._meta.db_table} WHERE {tenant_is()} AND id = %s "
+    "FOR NO KEY UPDATE SKIP LOCKED)"
+)
+
+
+def api_key_touch(*, key_id: int, at: datetime) -> None:
+    """Set the current tenant's key's ``last_used_at`` to ``at``, unless another transaction
+    holds its row (it is setting it too). Never waits."""
+    tenant = tenant_id()
+    with connection.cursor() as cursor:
+        cursor.execute(_TOUCH, [at, tenant, key_id])

@@ -28,19 +28,23 @@ from memoryhub.store._tenancy import tenant_id, tenant_is
 from memoryhub.store.usage import WRITES_UPSERT
 
 # Every write records an event, so it is one statement (one round trip, no ORM compilation).
-# The subscribed endpoints (the outbox, see memoryhub.services.webhooks) are read first, then
+# The subscribed endpoints (the outbox, see memoryhub.services.webhooks) are read first, with
+# a key-share lock (memoryhub.store.webhooks: an endpoint's lock comes before its deliveries'
+# rows): an endpoint being deleted is waited for and then left out, instead of getting a
+# delivery whose foreign key fails at this transaction's commit, or at the deletion's. Then
 # the tenant's counters move on by one event and one delivery per endpoint: that upsert waits
 # for the row lock of any other transaction numbering this tenant's events, and then counts
 # on from its committed numbers (ON CONFLICT DO UPDATE updates the latest row version). The
 # event and its deliveries take the numbers the upsert returns; a memory change also counts
 # as one write of the day for the dashboard's usage chart (memoryhub.store.usage).
 EVENT_CTES = f"""
-    endpoint AS (
-        SELECT endpoint.id, row_number() OVER (ORDER BY endpoint.id) AS n
-        FROM {WebhookEndpoint._meta.db_table} endpoint
+    endpoint_held AS (
+        SELECT endpoint.id FROM {WebhookEndpoint._meta.db_table} endpoint
         WHERE {tenant_is("endpoint", param="%(tenant)s")} AND endpoint.enabled
             AND endpoint.event_types @> %(types)s::jsonb
+        ORDER BY endpoint.id FOR KEY SHARE
     ),
+    endpoint AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM endpoint_held),
     subscribed AS (SELECT count(*) AS count FROM endpoint),
     feed AS (
         INSERT INTO {EventFeed._meta.db_table} AS feed (tenant_id, last_event, last_delivery)

@@ -74,12 +74,14 @@ _ADD = _add_sql("%(document)s")
 ADD_TO_INSERTED_DOCUMENT = _add_sql("(SELECT id FROM document)")
 # A write rewrites a changed passage in place, so a vector is stored only while its passage
 # still has the text it was computed from (the provider call takes no lock).
+# Rows another transaction holds are skipped (memoryhub.store._locks): only a write of their
+# document holds them, and it asks for the vectors its passages lack when it commits.
 _STORE_VECTORS = people_of_rows_held(table=_PASSAGE, ids="%(ids)s::bigint[]") + f"""
     UPDATE {_PASSAGE} p SET embedding = v.embedding::halfvec, embedding_provider = %(key)s
     FROM unnest(%(ids)s::bigint[], %(texts)s::text[], %(embeddings)s::text[])
         AS v(id, text, embedding)
     WHERE {tenant_is("p", param="%(tenant)s")} AND p.id = v.id AND p.text = v.text
-        AND p.end_user_id IN (SELECT id FROM people)
+        AND p.id IN (SELECT id FROM free)
 """
 
 

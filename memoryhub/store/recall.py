@@ -640,23 +640,32 @@ def _record_hit(kind: str, row: tuple) -> RecallHit:
 
 # Vectors of facts and messages, stored by the embedding worker (memoryhub.services.passages)
 # only where the row still has the text they were computed from (a fact's edit clears its
-# vector and asks for a new one; the provider call takes no lock).
+# vector and asks for a new one; the provider call takes no lock), and only on rows no other
+# transaction holds (memoryhub.store._locks): the statement returns the others' records.
 _STORE_RECORD_VECTORS = """
-    UPDATE {table} p SET embedding = v.embedding::halfvec, embedding_provider = %(key)s
-    FROM unnest(%(ids)s::uuid[], %(texts)s::text[], %(embeddings)s::text[])
-        AS v(id, text, embedding)
-    WHERE {tenant} AND p.id = v.id {same_text} AND p.end_user_id IN (SELECT id FROM people)
+    , stored AS (
+        UPDATE {table} p SET embedding = v.embedding::halfvec, embedding_provider = %(key)s
+        FROM unnest(%(ids)s::uuid[], %(texts)s::text[], %(embeddings)s::text[])
+            AS v(id, text, embedding)
+        WHERE {tenant} AND p.id = v.id {same_text} AND p.id IN (SELECT id FROM free)
+        RETURNING p.id)
+    SELECT (SELECT count(*) FROM stored), ARRAY(SELECT record::text FROM busy ORDER BY 1)
 """
+# A record is the fact, or the conversation a message belongs to (what the task asks for).
+_RECORD_OF = {"fact": "id", "message": "conversation_id"}
 
 
 def record_vectors_store(
     *, kind: str, provider: str, ids: list[str], texts: list[str], embeddings: list[str],
-) -> None:
+) -> tuple[int, list[str]]:
     """Store each vector (pgvector's text) on its fact or message (``kind``), tagged with
-    ``provider``, where a fact's content is still ``texts``' one (messages never change)."""
+    ``provider``, where a fact's content is still ``texts``' one (messages never change);
+    returns how many were stored, and the records (facts, or messages' conversations) of
+    rows skipped because another transaction held them."""
     tenant = tenant_id()
     table = _RECORD_KINDS[kind][0]
-    sql = people_of_rows_held(table=table, ids="%(ids)s::uuid[]") + _STORE_RECORD_VECTORS.format(
+    sql = people_of_rows_held(table=table, ids="%(ids)s::uuid[]", record=_RECORD_OF[kind]).rstrip()
+    sql += _STORE_RECORD_VECTORS.format(
         table=table, tenant=tenant_is("p", param=_TENANT),
         same_text="AND p.content = v.text" if kind == "fact" else "")
     with connection.cursor() as cursor:
@@ -664,3 +673,5 @@ def record_vectors_store(
             "tenant": tenant, "key": provider, "ids": ids, "texts": texts,
             "embeddings": embeddings,
         })
+        stored, busy = cursor.fetchone()
+    return stored, list(busy)

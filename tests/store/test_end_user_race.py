@@ -11,6 +11,7 @@ other requests' steps between the writer's statements.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -97,8 +98,8 @@ def test_a_forget_racing_the_embedding_worker_waits_instead_of_deadlocking(acme)
             forgotten.append(end_user_forget(tenant=tenant, user_id="alice", actor=Actor.APP))
 
     def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        updated = sql.split("UPDATE", 1)[-1].split()[0]
-        if updated == Message._meta.db_table and not forgetter.is_alive():
+        updated = re.search(r"\bUPDATE (\S+) p SET", sql)  # the vectors' statement's table
+        if updated and updated[1] == Message._meta.db_table and not forgetter.is_alive():
             forgetter.start()  # the facts' vectors are stored: the forget goes first now
             forgetter.join(1.5)  # as far as it gets (the deadlock timeout is 1 s)
         return execute(sql, params, many, context)

@@ -432,7 +432,10 @@ def forget(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
 @person_page
 @require_GET
 def export(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
-    body = export_json(end_user_export(user_id=access.end_user.user_id, end_user=access.end_user))
+    # With the person's write lock, as the API's export: one moment, not one per statement
+    # (None: forgotten since the page's access check, so nothing is left to export).
+    held = end_user_find(user_id=access.end_user.user_id, for_update=True)
+    body = export_json(end_user_export(user_id=access.end_user.user_id, end_user=held))
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     response = HttpResponse(body, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="memory-{stamp}.json"'

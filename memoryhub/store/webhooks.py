@@ -1,0 +1,39 @@
+"""Webhook endpoints: the key-share lock that orders every writer of deliveries after the
+endpoint's row.
+
+An endpoint's deliveries reference it (a foreign key checked at commit), so a transaction
+that inserts or deletes deliveries and the endpoint's deletion must meet on one row in one
+order, the endpoint's first: an event's insert (``memoryhub.store.events``) and a send
+(``memoryhub.services.webhooks.webhook_deliver``) hold the endpoint with ``FOR KEY SHARE``,
+forget-everything (whose events' deliveries go with them) holds all of the tenant's
+endpoints the same way, and the deletion locks the endpoint ``FOR UPDATE`` before it deletes
+the deliveries. Key share conflicts with nothing but that deletion (sends, events and edits
+of the endpoint go on side by side), and whoever comes second waits for the first to
+commit, instead of each holding a row the other needs next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db import connection
+
+from memoryhub.models import WebhookEndpoint
+from memoryhub.store._tenancy import tenant_id, tenant_is
+
+_TABLE = WebhookEndpoint._meta.db_table
+_HOLD = f"SELECT id FROM {_TABLE} WHERE {tenant_is()} AND id = ANY(%s) ORDER BY id FOR KEY SHARE"
+_HOLD_ALL = f"SELECT id FROM {_TABLE} WHERE {tenant_is()} ORDER BY id FOR KEY SHARE"
+
+
+def webhook_endpoints_hold(*, ids: Sequence[int] | None = None) -> list[int]:
+    """Key-share locks, held to the transaction's end, on the current tenant's endpoints of
+    these ``ids`` (None: all of them), in id order; returns the ids still there (an endpoint
+    deleted meanwhile was waited for, and is left out)."""
+    tenant = tenant_id()
+    with connection.cursor() as cursor:
+        if ids is None:
+            cursor.execute(_HOLD_ALL, [tenant])
+        else:
+            cursor.execute(_HOLD, [tenant, list(ids)])
+        return [row[0] for row in cursor.fetchall()]

@@ -1,0 +1,87 @@
+"""The embedding worker storing vectors while a request holds some of the same rows: the
+worker leaves those rows for later instead of waiting for them, so the two never deadlock.
+
+The worker stores several facts' vectors in one UPDATE, locking them in the order it lists
+them (its own, then others still waiting); a request locks a person's facts in its own
+order (mem0's add, for each message, the valid fact it duplicates). A stress run caught
+the worker holding one fact and waiting for the other while the request held the other and
+waited for the first: PostgreSQL ended the worker's task ("deadlock detected"). The worker
+now takes its rows FOR NO KEY UPDATE SKIP LOCKED, and asks again for what it skipped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from memoryhub.models import Fact
+from memoryhub.tasks import embed_records
+from tenants.context import tenant_context
+
+pytestmark = pytest.mark.django_db(transaction=True)  # both sides must commit for real
+
+
+class Elsewhere(threading.Thread):
+    def __init__(self, work: Callable[[], Any]) -> None:
+        super().__init__(daemon=True)
+        self.work, self.result, self.error = work, None, None
+
+    def run(self) -> None:
+        try:
+            self.result = self.work()
+        except Exception as exc:  # reported by the test's assertion
+            self.error = exc
+        finally:
+            connections.close_all()
+
+    def as_far_as_it_gets(self) -> Elsewhere:
+        """Start, and wait past PostgreSQL's deadlock timeout (1 s) for it to get as far
+        as it can: finished, or waiting for a lock."""
+        self.start()
+        self.join(1.5)
+        return self
+
+
+def test_the_worker_storing_vectors_and_a_request_locking_the_same_facts_do_not_deadlock(
+        acme, globex) -> None:
+    ids = []
+    for content in ("Likes tea", "Lives in Porto"):
+        created = acme.client.post("/api/v1/users/alice/facts", {"content": content},
+                                   format="json")
+        assert created.status_code == 201
+        ids.append(created.json()["id"])
+    first, second = ids  # first < second (UUID v7), and first in the table
+    with tenant_context(acme.tenant.id):  # both wait for their vectors
+        Fact.objects.update(embedding=None, embedding_provider="")
+    worker: list[Elsewhere] = []
+
+    def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        if Fact._meta.db_table in sql and "FOR UPDATE" in sql and not worker:
+            # The add holds the second fact (the duplicate of its first message); the worker
+            # stores both vectors, the first's first.
+            worker.append(Elsewhere(lambda: embed_records(
+                items=[[acme.tenant.id, "fact", first], [acme.tenant.id, "fact", second]])
+            ).as_far_as_it_gets())
+        return result
+
+    with connection.execute_wrapper(between):
+        added = acme.client.post("/mem0/v3/memories/add/", {"user_id": "alice", "infer": False,
+                                 "messages": [{"role": "user", "content": "Lives in Porto"},
+                                              {"role": "user", "content": "Likes tea"}]},
+                                 format="json")
+    assert worker, "the add locked no fact"
+    worker[0].join(10)
+    assert added.status_code == 200, added.content
+    assert [r["event"] for r in added.json()["results"]] == ["NONE", "NONE"]  # duplicates
+    assert worker[0].error is None, worker[0].error
+    with tenant_context(acme.tenant.id):
+        vectors = {str(pk): key for pk, key in Fact.objects.values_list("id", "embedding_provider")}
+    assert vectors[first] != ""  # stored; the second, held by the add, is left for later
+    assert worker[0].result == 1
+    # Asked for again, the second gets its vector now that nobody holds it.
+    assert embed_records(items=[[acme.tenant.id, "fact", second]]) == 1

@@ -1,0 +1,273 @@
+"""An endpoint deleted while the tenant's writes record events and the worker sends: no
+request fails, and no delivery is left pointing at a deleted endpoint.
+
+A delivery's foreign key to its endpoint is checked at commit, so a write whose event
+inserted a delivery for an endpoint that another request deleted meanwhile failed at its
+COMMIT (IntegrityError, a 500 to an agent's memory write), and the deletion failed the same
+way when a write's delivery committed between its two statements (deliveries, then the
+endpoint). Every writer of deliveries now takes the endpoint's row first
+(memoryhub/store/webhooks.py); these tests make the interleavings happen with real
+transactions: the request's statements run on the test's connection, and the other party
+runs on a connection of its own in a thread, started between two of them, that waits where
+it must (the tests give it a moment to get as far as it can, then go on).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from memoryhub.models import Actor, MemoryEvent, WebhookDelivery, WebhookEndpoint
+from memoryhub.services.people import end_user_forget
+from memoryhub.services.webhooks import webhook_deliver
+from tenants.context import tenant_context
+from tests.webhooks.receiver import webhook_receiver
+
+pytestmark = pytest.mark.django_db(transaction=True)  # both sides must commit for real
+
+WRITE = {"command": "create", "path": "/memories/a.md", "file_text": "x"}
+
+
+@pytest.fixture
+def private_urls_allowed(settings: Any) -> None:
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
+
+
+class Elsewhere(threading.Thread):
+    """``work`` on a connection of its own; ``result`` once it has finished."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        super().__init__(daemon=True)
+        self.work, self.result, self.error = work, None, None
+
+    def run(self) -> None:
+        try:
+            self.result = self.work()
+        except Exception as exc:  # reported by the test's assertion
+            self.error = exc
+        finally:
+            connections.close_all()
+
+    def as_far_as_it_gets(self) -> Elsewhere:
+        """Start, and give it a moment to run until it finishes or waits for a lock."""
+        self.start()
+        self.join(1.0)
+        return self
+
+
+def _hook(kit: Any, url: str = "http://127.0.0.1:9/hook") -> int:
+    response = kit.client.post("/api/v1/webhooks", {"url": url}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def _left(kit: Any) -> tuple[list[int], int]:
+    with tenant_context(kit.tenant.id):
+        return (list(WebhookEndpoint.objects.values_list("pk", flat=True)),
+                WebhookDelivery.objects.count())
+
+
+def test_an_endpoint_deleted_while_a_write_holds_its_event_does_not_fail_the_write(
+        acme, globex, private_urls_allowed) -> None:
+    hook, kept = _hook(acme), _hook(globex)
+    deleting: list[Elsewhere] = []
+
+    def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        if WebhookDelivery._meta.db_table in sql and "INSERT" in sql and not deleting:
+            # The write's event and its delivery are in; the admin deletes the endpoint now.
+            deleting.append(Elsewhere(
+                lambda: acme.client_with(acme.key).delete(f"/api/v1/webhooks/{hook}").status_code
+            ).as_far_as_it_gets())
+        return result
+
+    with connection.execute_wrapper(between):
+        write = acme.client.post("/api/v1/users/alice/memory", WRITE, format="json")
+    assert deleting, "the write recorded no delivery"
+    deleting[0].join(10)
+    assert write.status_code == 200 and write.json()["is_error"] is False, write.content
+    assert deleting[0].error is None and deleting[0].result == 204
+    assert _left(acme) == ([], 0)  # the endpoint went, and the write's delivery with it
+    assert _left(globex) == ([kept], 0)
+
+
+def test_a_write_between_the_deletions_of_deliveries_and_endpoint_does_not_fail_either(
+        acme, private_urls_allowed) -> None:
+    hook = _hook(acme)
+    writing: list[Elsewhere] = []
+
+    def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if (sql.startswith("DELETE") and WebhookEndpoint._meta.db_table in sql.split("WHERE")[0]
+                and not writing):
+            # The endpoint's deliveries are deleted, the endpoint not yet: a write comes in.
+            writing.append(Elsewhere(
+                lambda: acme.client_with(acme.key).post("/api/v1/users/alice/memory", WRITE,
+                                                        format="json").status_code
+            ).as_far_as_it_gets())
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(between):
+        deleted = acme.client.delete(f"/api/v1/webhooks/{hook}")
+    assert writing, "the endpoint was never deleted"
+    writing[0].join(10)
+    assert deleted.status_code == 204, deleted.content
+    assert writing[0].error is None and writing[0].result == 200
+    assert _left(acme) == ([], 0)  # the write's event came after: no delivery at all
+    with tenant_context(acme.tenant.id):
+        assert MemoryEvent.objects.filter(data__change="created").count() == 1
+
+
+def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing(
+        acme, private_urls_allowed) -> None:
+    """The orders the fix sets, held: a send waits for its answer holding the endpoint (key
+    share) and the delivery; the endpoint's deletion waits for it. A forget deletes its
+    events' deliveries after holding the endpoints; the deletion waits for it too."""
+    with webhook_receiver() as receiver:
+        hook = _hook(acme, receiver.url)
+        write = acme.client.post("/api/v1/users/alice/memory", WRITE, format="json")
+        assert write.status_code == 200
+        with tenant_context(acme.tenant.id):
+            delivery = WebhookDelivery.objects.get().pk
+        deleting: list[Elsewhere] = []
+
+        def delete_during_the_send(execute: Any, sql: str, params: Any, many: bool,
+                                   context: Any) -> Any:
+            if (WebhookEndpoint._meta.db_table in sql and "UPDATE" in sql.split("FOR")[-1]
+                    and "SKIP LOCKED" not in sql and not deleting):  # answered; to record it
+                deleting.append(Elsewhere(
+                    lambda: acme.client_with(acme.key).delete(f"/api/v1/webhooks/{hook}")
+                    .status_code).as_far_as_it_gets())
+            return execute(sql, params, many, context)
+
+        with tenant_context(acme.tenant.id), connection.execute_wrapper(delete_during_the_send):
+            assert webhook_deliver(delivery_id=delivery) == "delivered"
+        deleting[0].join(10)
+        assert deleting[0].result == 204 and len(receiver.received) == 1
+        assert _left(acme) == ([], 0)
+
+        hook = _hook(acme, receiver.url)
+        assert acme.client.post("/api/v1/users/alice/memory", {**WRITE, "path": "/memories/b.md"},
+                                format="json").status_code == 200
+        forgotten: list[bool] = []
+
+        def delete_during_the_forget(execute: Any, sql: str, params: Any, many: bool,
+                                     context: Any) -> Any:
+            result = execute(sql, params, many, context)
+            if (sql.startswith("DELETE") and WebhookDelivery._meta.db_table in sql
+                    and not deleting[1:]):  # the forget's events' deliveries are deleted
+                deleting.append(Elsewhere(
+                    lambda: acme.client_with(acme.key).delete(f"/api/v1/webhooks/{hook}")
+                    .status_code).as_far_as_it_gets())
+            return result
+
+        with tenant_context(acme.tenant.id), connection.execute_wrapper(delete_during_the_forget):
+            forgotten.append(end_user_forget(tenant=acme.tenant, user_id="alice",
+                                             actor=Actor.APP))
+        deleting[1].join(10)
+        assert forgotten == [True] and deleting[1].result == 204
+        assert _left(acme) == ([], 0)
+
+
+def test_switching_off_an_endpoint_while_another_send_waits_for_it_does_not_deadlock(
+        acme, private_urls_allowed) -> None:
+    """Two sends to an endpoint failing for a day: the one that switches it off abandons its
+    pending deliveries while the other still waits for its answer holding its delivery, then
+    wants the endpoint to record the answer. The first left that delivery to wait for the
+    second (which waited for the first's endpoint lock: PostgreSQL ended one of them); it now
+    skips a delivery in flight, which finds the endpoint off at its next attempt."""
+    import http.server
+    import socketserver
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    arrived, answer = threading.Event(), threading.Event()
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # the first send waits for the test, the second does not
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if not arrived.is_set():
+                arrived.set()
+                answer.wait(10)
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Slow)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        hook = _hook(acme, f"http://127.0.0.1:{server.server_address[1]}/hook")
+        for path in ("/memories/a.md", "/memories/b.md"):
+            assert acme.client.post("/api/v1/users/alice/memory", {**WRITE, "path": path},
+                                    format="json").status_code == 200
+        with tenant_context(acme.tenant.id):
+            WebhookEndpoint.objects.update(failing_since=timezone.now() - timedelta(hours=25))
+            first, second = WebhookDelivery.objects.order_by("id").values_list("pk", flat=True)
+
+        def send(delivery_id: int) -> str:
+            with tenant_context(acme.tenant.id):
+                return webhook_deliver(delivery_id=delivery_id)
+
+        in_flight = Elsewhere(lambda: send(second))
+        in_flight.start()
+        assert arrived.wait(10)  # the second send waits for its answer, holding its delivery
+
+        def answer_before_abandoning(execute: Any, sql: str, params: Any, many: bool,
+                                     context: Any) -> Any:
+            if sql.startswith("UPDATE") and WebhookDelivery._meta.db_table in sql.split("SET")[0]:
+                if "status" in sql.split("WHERE")[0] and not answer.is_set():
+                    answer.set()  # its answer comes: it goes on to record it
+                    in_flight.join(1.5)  # as far as it gets (the deadlock timeout is 1 s)
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(answer_before_abandoning):
+            assert send(first) == "abandoned"
+        in_flight.join(10)
+        assert in_flight.error is None, in_flight.error
+        assert in_flight.result == "pending"  # its retry will find the endpoint off
+        assert send(second) == "skipped"  # not due yet
+        with tenant_context(acme.tenant.id):
+            WebhookDelivery.objects.filter(pk=second).update(next_attempt_at=timezone.now())
+        assert send(second) == "abandoned"
+        shown = acme.client.get(f"/api/v1/webhooks/{hook}").json()
+        assert shown["enabled"] is False
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_two_admins_creating_the_last_endpoint_at_once_make_one(acme, globex,
+                                                                private_urls_allowed) -> None:
+    """MAX_ENDPOINTS was counted, then the endpoint inserted: two creates at 19 both counted
+    19 and made 21. The tenant's row (FOR NO KEY UPDATE) now orders them: the second waits,
+    counts 20 and is refused (422 webhook_limit)."""
+    from memoryhub.services.webhooks import MAX_ENDPOINTS
+
+    for number in range(MAX_ENDPOINTS - 1):
+        _hook(acme, f"http://127.0.0.1:9/hook{number}")
+    _hook(globex)  # another tenant's endpoints count for it alone
+    other: list[Elsewhere] = []
+
+    def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        if "COUNT(" in sql.upper() and WebhookEndpoint._meta.db_table in sql and not other:
+            other.append(Elsewhere(lambda: acme.client_with(acme.key).post(
+                "/api/v1/webhooks", {"url": "http://127.0.0.1:9/other"}, format="json",
+            ).status_code).as_far_as_it_gets())
+        return result
+
+    with connection.execute_wrapper(between):
+        first = acme.client.post("/api/v1/webhooks", {"url": "http://127.0.0.1:9/last"},
+                                 format="json")
+    assert other, "the create counted nothing"
+    other[0].join(10)
+    assert sorted([first.status_code, other[0].result]) == [201, 422]
+    assert len(_left(acme)[0]) == MAX_ENDPOINTS and len(_left(globex)[0]) == 1
