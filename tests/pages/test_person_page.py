@@ -240,9 +240,9 @@ def test_a_save_on_a_document_deleted_elsewhere_says_so_and_drops_it(alice, acme
     opened = client.get(url, **HTMX)  # opening the edit too, which carried no text
     assert opened["HX-Retarget"] == "#memory-list"
     assert "deleted after the page showed it" in opened.text and "Your text" not in opened.text
-    # Without htmx a redirect would lose the text: the page itself answers, with it.
+    # Without htmx a redirect would lose the text: the page itself answers (404), with it.
     plain = client.post(url, {"content": "<b>mine</b>", "description": "", "version": "1"})
-    assert plain.status_code == 409 and "<html" in plain.text
+    assert plain.status_code == 404 and "<html" in plain.text
     assert "&lt;b&gt;mine&lt;/b&gt;" in plain.text and "nothing was saved" in plain.text
     assert document_of(acme_team.tenant, doc.pk) is None
 

@@ -435,12 +435,22 @@ def _answers(http: httpx.Client) -> bool:
         return False
 
 
+def _schedule_readable(path: Path) -> bool:
+    try:
+        with shelve.open(str(path), flag="r") as schedule:
+            return bool(schedule["entries"])
+    except Exception:  # not there yet, or half written: dbm.error, KeyError, a torn line
+        return False
+
+
 def test_beat_starts_with_the_schedule_of_the_settings(tmp_path) -> None:
     env = production_env(tmp_path)
     with running(unit_command("beat", tmp_path), env, tmp_path / "beat.log", "beat: Starting"):
-        # Beat opens its schedule file after that line and writes the entries at once; it
-        # keeps the file locked until it stops, and writes it again as it stops.
-        wait_until(lambda: list(tmp_path.glob("celerybeat-schedule*")), "the schedule file")
+        # Beat opens its schedule file after that line and writes the entries at once, and
+        # again as it stops. Waited for until it reads whole: the file appearing was not
+        # enough (a stop that came between the shelve's two files left it unreadable).
+        wait_until(lambda: _schedule_readable(tmp_path / "celerybeat-schedule"),
+                   "the schedule file")
     assert any(line["message"].startswith("beat: Starting")
                for line in json_lines(tmp_path / "beat.log"))
     with shelve.open(str(tmp_path / "celerybeat-schedule"), flag="r") as schedule:

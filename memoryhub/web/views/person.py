@@ -191,12 +191,13 @@ def _list_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
     The section replaces itself whatever the request targeted (a document's own item, for
     a Save that found the document gone): ``HX-Retarget`` and ``HX-Reswap`` say so. ``kept``
     is the text a refused Save carried, shown under the notice to copy; a plain request gets
-    the page itself (409), since a redirect would lose it."""
+    the page itself, since a redirect would lose it, as a 404: the row is not there (another
+    person's is answered alike)."""
     if kept is not None or is_partial_request(request):
         context = _context(access, notice=notice, notice_error=error, notice_kept=kept,
                            conversations_at=conversations_at)
         if not is_partial_request(request):
-            return render_page(request, TEMPLATE, context, status=409)
+            return render_page(request, TEMPLATE, context, status=404)
         response = render_page(request, TEMPLATE, context, partials=[section, "notice"])
         return reswap(retarget(response, f"#{section}"), "outerHTML")
     (messages.error if error else messages.success)(request, notice)
