@@ -107,6 +107,16 @@ _STATUS_ERRORS = {
 
 UNAVAILABLE_MESSAGE = ("The service cannot reach its database for a moment. Nothing was "
                        "changed; try again after Retry-After seconds.")
+# A transaction PostgreSQL rolled back to let another through (a deadlock or a
+# serialization failure, SQLSTATE class 40): the database was there, the timing was not.
+CONFLICT_MESSAGE = ("Another change to the same memory got in the way. Nothing was changed; "
+                    "try again after Retry-After seconds.")
+
+
+def unavailable_message(exc: BaseException | None) -> str:
+    """What a 503 for ``exc`` says: the database out of reach, or a clash with another change."""
+    sqlstate = getattr(exc.__cause__ if exc is not None else None, "sqlstate", None) or ""
+    return CONFLICT_MESSAGE if sqlstate.startswith("40") else UNAVAILABLE_MESSAGE
 
 
 def database_unavailable(exc: BaseException | None) -> bool:
@@ -120,10 +130,10 @@ def unavailable_headers() -> dict[str, str]:
     return {"Retry-After": str(settings.DATABASE_RETRY_AFTER)}
 
 
-def unavailable_page() -> JsonResponse:
+def unavailable_page(exc: BaseException | None = None) -> JsonResponse:
     """503 ``service_unavailable`` with Retry-After: what the API says while the database is
-    out of reach."""
-    return JsonResponse(error_body("service_unavailable", UNAVAILABLE_MESSAGE), status=503,
+    out of reach (or rolled ``exc``'s transaction back for another's)."""
+    return JsonResponse(error_body("service_unavailable", unavailable_message(exc)), status=503,
                         headers=unavailable_headers())
 
 
@@ -139,7 +149,7 @@ def error_page_for(exc: Exception, django_page: HttpResponseBase) -> JsonRespons
     signalled the exception; only the body changes."""
     status = 413 if isinstance(exc, RequestDataTooBig) else django_page.status_code
     if database_unavailable(exc):
-        page = unavailable_page()
+        page = unavailable_page(exc)
     else:
         page = error_page(status if status in _STATUS_ERRORS else 500)
     # log_response marks what it logged; without the mark the handler would log it again.
@@ -154,7 +164,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if database_unavailable(exc):
         logger.warning("database unavailable: %s: %s", type(exc).__name__, exc)
         set_rollback()
-        return Response(error_body("service_unavailable", UNAVAILABLE_MESSAGE), status=503,
+        return Response(error_body("service_unavailable", unavailable_message(exc)), status=503,
                         headers=unavailable_headers())
     if isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")

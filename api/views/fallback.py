@@ -41,8 +41,9 @@ _UNAVAILABLE_HTML = (
 def server_error(request: HttpRequest) -> HttpResponseBase:
     """Django calls this inside its handling of the exception, so ``sys.exc_info`` holds it:
     an unreachable database is 503 with Retry-After (JSON under /api/, a page elsewhere)."""
-    if database_unavailable(sys.exc_info()[1]):
+    exc = sys.exc_info()[1]
+    if database_unavailable(exc):
         if _is_api(request):
-            return unavailable_page()
+            return unavailable_page(exc)
         return HttpResponse(_UNAVAILABLE_HTML, status=503, headers=unavailable_headers())
     return error_page(500) if _is_api(request) else defaults.server_error(request)

@@ -1,6 +1,7 @@
 """A test-only URLconf: the project's routes plus API views that fail, for the 500 body.
 
-``raises`` fails in the handler after writing (the write must be rolled back); ``raises-early``
+``raises`` fails in the handler after writing (the write must be rolled back); ``clashes``
+has PostgreSQL roll its transaction back as a deadlock's victim (SQLSTATE 40P01); ``raises-early``
 fails before DRF's content negotiation, where DRF's DEBUG branch used to fail itself
 (``accepted_renderer``); ``raises-plain`` is a Django view, outside DRF; ``/api/other/raises``
 runs through the pages' chain.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from django.db import connection
 from django.http import HttpRequest
 from django.urls import path
 from rest_framework.request import Request
@@ -29,6 +31,14 @@ class RaisingView(TenantAPIView):
         raise Broken("a bug in a view")
 
 
+class ClashingView(TenantAPIView):
+    def get(self, request: Request) -> NoReturn:
+        with connection.cursor() as cursor:  # the server's own error, as a deadlock ends
+            cursor.execute("DO $$ BEGIN RAISE EXCEPTION 'deadlock detected' "
+                           "USING ERRCODE = 'deadlock_detected'; END $$")
+        raise AssertionError("PostgreSQL raised nothing")
+
+
 class EarlyRaisingView(TenantAPIView):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> NoReturn:
         raise Broken("a bug before content negotiation")
@@ -40,6 +50,7 @@ def plain_raising_view(request: HttpRequest) -> NoReturn:
 
 urlpatterns = [
     path("api/v1/raises", RaisingView.as_view()),
+    path("api/v1/clashes", ClashingView.as_view()),
     path("api/v1/raises-early", EarlyRaisingView.as_view()),
     path("api/v1/raises-plain", plain_raising_view),
     path("api/other/raises", plain_raising_view),

@@ -94,6 +94,17 @@ def test_a_bug_still_reaches_monitoring_and_rolls_back(acme, globex, debug,
         assert not EndUser.objects.filter(user_id="written-before-the-bug").exists()
 
 
+def test_a_deadlocks_victim_is_503_saying_so(acme, globex, raising_urls) -> None:
+    """PostgreSQL rolled the request back for another's (a deadlock): 503 with Retry-After,
+    as for an unreachable database, but not saying the database could not be reached."""
+    response = acme.client.get("/api/v1/clashes")
+    _assert_json_error(response, 503, "service_unavailable")
+    assert response["Retry-After"]
+    message = response.json()["error"]["message"]
+    assert "Another change to the same memory got in the way" in message
+    assert "cannot reach" not in message
+
+
 def test_the_pages_keep_their_html_error_pages(acme, debug) -> None:
     response = Client().get("/no-such-page")
     assert response.status_code == 404
