@@ -11,35 +11,16 @@ them, on a connection of its own (a thread), and give it a moment to get as far 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from memoryhub.models import Conversation
+from tests.elsewhere import Elsewhere
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the other request must commit for real
 
-
-class Elsewhere(threading.Thread):
-    def __init__(self, work: Callable[[], Any]) -> None:
-        super().__init__(daemon=True)
-        self.work, self.result, self.error = work, None, None
-
-    def run(self) -> None:
-        try:
-            self.result = self.work()
-        except Exception as exc:  # reported by the test's assertion
-            self.error = exc
-        finally:
-            connections.close_all()
-
-    def as_far_as_it_gets(self) -> Elsewhere:
-        self.start()
-        self.join(1.0)
-        return self
 
 
 def _said(kit: Any, *contents: str) -> int:
@@ -72,7 +53,7 @@ def test_a_write_or_forget_during_an_export_is_not_half_in_it(acme, globex, othe
         # The counts are read; the conversations are next.
         if (sql.lstrip().startswith("SELECT") and Conversation._meta.db_table in sql.split("WHERE")[0]
                 and "ORDER BY" in sql and not racing):
-            racing.append(Elsewhere(work).as_far_as_it_gets())
+            racing.append(Elsewhere(work).as_far_as_it_gets(1.0))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(between):

@@ -9,28 +9,18 @@ forget on another connection (another thread) just before the statement that los
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from memoryhub.models import Actor, EndUser, MemoryDocument
 from memoryhub.services.people import end_user_forget
 from tenants.context import tenant_context
+from tests.elsewhere import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the forget must commit for real
 
-
-def _in_thread(work: Callable[[], Any]) -> Any:
-    """``work`` on a connection of its own (a thread has its own), closed after."""
-    def run() -> Any:
-        try:
-            return work()
-        finally:
-            connections.close_all()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(run).result(timeout=30)
 
 
 def _forget(kit: Any, user_id: str, done: list[bool]) -> Callable[[], None]:
@@ -50,7 +40,7 @@ def test_a_document_delete_that_loses_its_person_to_a_forget_is_a_404(acme, glob
 
     def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         if "FOR NO KEY UPDATE" in sql and not forgotten:  # the person's lock, after the find
-            _in_thread(_forget(acme, "alice", forgotten))
+            in_thread(_forget(acme, "alice", forgotten))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(between):

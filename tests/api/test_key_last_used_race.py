@@ -12,40 +12,19 @@ request is refreshing (FOR NO KEY UPDATE SKIP LOCKED): that one sets the same mi
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 
 from tenants.context import tenant_context
 from tenants.models import ApiKey
+from tests.elsewhere import Elsewhere
 
 pytestmark = pytest.mark.django_db(transaction=True)  # both requests must commit for real
 
-
-class Elsewhere(threading.Thread):
-    def __init__(self, work: Callable[[], Any]) -> None:
-        super().__init__(daemon=True)
-        self.work, self.result, self.error = work, None, None
-
-    def run(self) -> None:
-        try:
-            self.result = self.work()
-        except Exception as exc:  # reported by the test's assertion
-            self.error = exc
-        finally:
-            connections.close_all()
-
-    def as_far_as_it_gets(self) -> Elsewhere:
-        """Start, and wait past PostgreSQL's deadlock timeout (1 s) for it to get as far
-        as it can: finished, or waiting for a lock."""
-        self.start()
-        self.join(1.5)
-        return self
 
 
 def test_a_mem0_batch_and_a_write_with_the_same_key_at_its_refresh_do_not_deadlock(

@@ -11,39 +11,18 @@ now takes its rows FOR NO KEY UPDATE SKIP LOCKED, and asks again for what it ski
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from memoryhub.models import Fact
 from memoryhub.tasks import embed_records
 from tenants.context import tenant_context
+from tests.elsewhere import Elsewhere
 
 pytestmark = pytest.mark.django_db(transaction=True)  # both sides must commit for real
 
-
-class Elsewhere(threading.Thread):
-    def __init__(self, work: Callable[[], Any]) -> None:
-        super().__init__(daemon=True)
-        self.work, self.result, self.error = work, None, None
-
-    def run(self) -> None:
-        try:
-            self.result = self.work()
-        except Exception as exc:  # reported by the test's assertion
-            self.error = exc
-        finally:
-            connections.close_all()
-
-    def as_far_as_it_gets(self) -> Elsewhere:
-        """Start, and wait past PostgreSQL's deadlock timeout (1 s) for it to get as far
-        as it can: finished, or waiting for a lock."""
-        self.start()
-        self.join(1.5)
-        return self
 
 
 def test_the_worker_storing_vectors_and_a_request_locking_the_same_facts_do_not_deadlock(

@@ -13,31 +13,20 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from memoryhub.models import Actor, EndUser, Fact, Message
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.people import end_user_forget
 from memoryhub.tasks import embed_records
 from tenants.context import tenant_context
+from tests.elsewhere import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the three must commit for real
 
-
-def _in_thread(work: Callable[[], Any]) -> Any:
-    """``work`` on a connection of its own (a thread has its own), closed after."""
-    def run() -> Any:
-        try:
-            return work()
-        finally:
-            connections.close_all()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(run).result(timeout=30)
 
 
 def test_a_person_forgotten_between_insert_and_lock_is_created_again(acme) -> None:
@@ -62,9 +51,9 @@ def test_a_person_forgotten_between_insert_and_lock_is_created_again(acme) -> No
     def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         statements.append(sql)
         if "ON CONFLICT" in sql and not created:  # the person appears just before the insert
-            _in_thread(create_elsewhere)
+            in_thread(create_elsewhere)
         elif len(statements) > 1 and "FOR NO KEY UPDATE" in sql and not forget_started.is_set():
-            threading.Thread(target=lambda: _in_thread(forget_slowly)).start()
+            threading.Thread(target=lambda: in_thread(forget_slowly)).start()
             forget_started.wait(10)
         return execute(sql, params, many, context)
 
@@ -104,7 +93,7 @@ def test_a_forget_racing_the_embedding_worker_waits_instead_of_deadlocking(acme)
             forgetter.join(1.5)  # as far as it gets (the deadlock timeout is 1 s)
         return execute(sql, params, many, context)
 
-    forgetter = threading.Thread(target=lambda: _in_thread(forget))
+    forgetter = threading.Thread(target=lambda: in_thread(forget))
     with connection.execute_wrapper(between):
         stored = embed_records(items=[[tenant.id, "fact", fact.json()["id"]],
                                       [tenant.id, "conversation", said.json()["conversation_id"]]])

@@ -15,48 +15,24 @@ it must (the tests give it a moment to get as far as it can, then go on).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from memoryhub.models import Actor, MemoryEvent, WebhookDelivery, WebhookEndpoint
 from memoryhub.services.people import end_user_forget
 from memoryhub.services.webhooks import webhook_deliver
 from tenants.context import tenant_context
-from tests.webhooks.receiver import webhook_receiver
+from tests.elsewhere import Elsewhere
+from tests.webhooks.receiver import private_urls_allowed, webhook_receiver  # noqa: F401 - a fixture
 
-pytestmark = pytest.mark.django_db(transaction=True)  # both sides must commit for real
+pytestmark = [pytest.mark.django_db(transaction=True),
+              pytest.mark.usefixtures("private_urls_allowed")]  # both sides must commit for real
 
 WRITE = {"command": "create", "path": "/memories/a.md", "file_text": "x"}
 
 
-@pytest.fixture
-def private_urls_allowed(settings: Any) -> None:
-    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
-
-
-class Elsewhere(threading.Thread):
-    """``work`` on a connection of its own; ``result`` once it has finished."""
-
-    def __init__(self, work: Callable[[], Any]) -> None:
-        super().__init__(daemon=True)
-        self.work, self.result, self.error = work, None, None
-
-    def run(self) -> None:
-        try:
-            self.result = self.work()
-        except Exception as exc:  # reported by the test's assertion
-            self.error = exc
-        finally:
-            connections.close_all()
-
-    def as_far_as_it_gets(self) -> Elsewhere:
-        """Start, and give it a moment to run until it finishes or waits for a lock."""
-        self.start()
-        self.join(1.0)
-        return self
 
 
 def _hook(kit: Any, url: str = "http://127.0.0.1:9/hook") -> int:
@@ -72,7 +48,7 @@ def _left(kit: Any) -> tuple[list[int], int]:
 
 
 def test_an_endpoint_deleted_while_a_write_holds_its_event_does_not_fail_the_write(
-        acme, globex, private_urls_allowed) -> None:
+        acme, globex) -> None:
     hook, kept = _hook(acme), _hook(globex)
     deleting: list[Elsewhere] = []
 
@@ -82,7 +58,7 @@ def test_an_endpoint_deleted_while_a_write_holds_its_event_does_not_fail_the_wri
             # The write's event and its delivery are in; the admin deletes the endpoint now.
             deleting.append(Elsewhere(
                 lambda: acme.client_with(acme.key).delete(f"/api/v1/webhooks/{hook}").status_code
-            ).as_far_as_it_gets())
+            ).as_far_as_it_gets(1.0))
         return result
 
     with connection.execute_wrapper(between):
@@ -96,7 +72,7 @@ def test_an_endpoint_deleted_while_a_write_holds_its_event_does_not_fail_the_wri
 
 
 def test_a_write_between_the_deletions_of_deliveries_and_endpoint_does_not_fail_either(
-        acme, private_urls_allowed) -> None:
+        acme) -> None:
     hook = _hook(acme)
     writing: list[Elsewhere] = []
 
@@ -107,7 +83,7 @@ def test_a_write_between_the_deletions_of_deliveries_and_endpoint_does_not_fail_
             writing.append(Elsewhere(
                 lambda: acme.client_with(acme.key).post("/api/v1/users/alice/memory", WRITE,
                                                         format="json").status_code
-            ).as_far_as_it_gets())
+            ).as_far_as_it_gets(1.0))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(between):
@@ -122,7 +98,7 @@ def test_a_write_between_the_deletions_of_deliveries_and_endpoint_does_not_fail_
 
 
 def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing(
-        acme, private_urls_allowed) -> None:
+        acme) -> None:
     """The orders the fix sets, held: a send waits for its answer holding the endpoint (key
     share) and the delivery; the endpoint's deletion waits for it. A forget deletes its
     events' deliveries after holding the endpoints; the deletion waits for it too."""
@@ -140,7 +116,7 @@ def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing
                     and "SKIP LOCKED" not in sql and not deleting):  # answered; to record it
                 deleting.append(Elsewhere(
                     lambda: acme.client_with(acme.key).delete(f"/api/v1/webhooks/{hook}")
-                    .status_code).as_far_as_it_gets())
+                    .status_code).as_far_as_it_gets(1.0))
             return execute(sql, params, many, context)
 
         with tenant_context(acme.tenant.id), connection.execute_wrapper(delete_during_the_send):
@@ -161,7 +137,7 @@ def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing
                     and not deleting[1:]):  # the forget's events' deliveries are deleted
                 deleting.append(Elsewhere(
                     lambda: acme.client_with(acme.key).delete(f"/api/v1/webhooks/{hook}")
-                    .status_code).as_far_as_it_gets())
+                    .status_code).as_far_as_it_gets(1.0))
             return result
 
         with tenant_context(acme.tenant.id), connection.execute_wrapper(delete_during_the_forget):
@@ -173,7 +149,7 @@ def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing
 
 
 def test_switching_off_an_endpoint_while_another_send_waits_for_it_does_not_deadlock(
-        acme, private_urls_allowed) -> None:
+        acme) -> None:
     """Two sends to an endpoint failing for a day: the one that switches it off abandons its
     pending deliveries while the other still waits for its answer holding its delivery, then
     wants the endpoint to record the answer. The first left that delivery to wait for the
@@ -244,8 +220,7 @@ def test_switching_off_an_endpoint_while_another_send_waits_for_it_does_not_dead
         server.server_close()
 
 
-def test_two_admins_creating_the_last_endpoint_at_once_make_one(acme, globex,
-                                                                private_urls_allowed) -> None:
+def test_two_admins_creating_the_last_endpoint_at_once_make_one(acme, globex) -> None:
     """MAX_ENDPOINTS was counted, then the endpoint inserted: two creates at 19 both counted
     19 and made 21. The tenant's row (FOR NO KEY UPDATE) now orders them: the second waits,
     counts 20 and is refused (422 webhook_limit)."""
@@ -261,7 +236,7 @@ def test_two_admins_creating_the_last_endpoint_at_once_make_one(acme, globex,
         if "COUNT(" in sql.upper() and WebhookEndpoint._meta.db_table in sql and not other:
             other.append(Elsewhere(lambda: acme.client_with(acme.key).post(
                 "/api/v1/webhooks", {"url": "http://127.0.0.1:9/other"}, format="json",
-            ).status_code).as_far_as_it_gets())
+            ).status_code).as_far_as_it_gets(1.0))
         return result
 
     with connection.execute_wrapper(between):
