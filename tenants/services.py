@@ -240,15 +240,20 @@ class CreatedInvitation:
     token: str  # "<tenant_id>.<secret>": goes into the link, never stored
 
 
+def tenant_row_lock(tenant: Tenant) -> None:
+    """Order the tenant's check-then-create writes (an invitation, a webhook endpoint under
+    its limit): the second waits for the first to commit, then sees what it made. FOR NO KEY
+    UPDATE leaves the foreign-key checks of the tenant's other writes alone."""
+    Tenant.objects.select_for_update(no_key=True).filter(pk=tenant.pk).first()
+
+
 def invitation_create(*, tenant: Tenant, email: str, role: str, actor: str) -> CreatedInvitation:
     """Invite an email address; refused (MembershipRuleError) for a member already, the
     inviter included, and while an invitation to it is pending, so none piles up: the
     pending one is cancelled first to send another."""
     email = email.strip().lower()
     with transaction.atomic():
-        # Two admins inviting one address at once: the second waits and finds the first's.
-        # FOR NO KEY UPDATE leaves the foreign-key checks of the tenant's other writes alone.
-        Tenant.objects.select_for_update(no_key=True).filter(pk=tenant.pk).first()
+        tenant_row_lock(tenant)  # two admins inviting one address: the second finds the first's
         return _invitation_created(tenant=tenant, email=email, role=role, actor=actor)
 
 

@@ -67,7 +67,7 @@ from memoryhub.models import (
 from memoryhub.numbers import parse_natural
 from memoryhub.store.webhooks import webhook_endpoints_hold
 from tenants.models import Tenant
-from tenants.services import audit_record
+from tenants.services import audit_record, tenant_row_lock
 
 logger = logging.getLogger(__name__)
 
@@ -180,11 +180,9 @@ def webhook_create(
 ) -> CreatedEndpoint:
     """``WebhookLimitReached`` at MAX_ENDPOINTS, then ``WebhookUrlError``."""
     with transaction.atomic():
-        # Counted under the tenant's row (FOR NO KEY UPDATE, which leaves the foreign-key
-        # checks of the tenant's other writes alone): two creates at once counted the same
-        # endpoints and went past the limit together; the second now waits and counts the
-        # first's.
-        Tenant.objects.select_for_update(no_key=True).filter(pk=tenant.pk).first()
+        # Counted under the tenant's row: two creates at once counted the same endpoints and
+        # went past the limit together; the second now waits and counts the first's.
+        tenant_row_lock(tenant)
         if WebhookEndpoint.objects.count() >= MAX_ENDPOINTS:
             raise WebhookLimitReached(f"A tenant has at most {MAX_ENDPOINTS} webhook endpoints.")
         webhook_url_check(url)
