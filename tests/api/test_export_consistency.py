@@ -53,7 +53,7 @@ def test_a_write_or_forget_during_an_export_is_not_half_in_it(acme, globex, othe
         # The counts are read; the conversations are next.
         if (sql.lstrip().startswith("SELECT") and Conversation._meta.db_table in sql.split("WHERE")[0]
                 and "ORDER BY" in sql and not racing):
-            racing.append(Elsewhere(work).as_far_as_it_gets(1.0))
+            racing.append(Elsewhere(work).as_far_as_it_gets())
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(between):

@@ -23,7 +23,7 @@ from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.people import end_user_forget
 from memoryhub.tasks import embed_records
 from tenants.context import tenant_context
-from tests.elsewhere import in_thread
+from tests.elsewhere import Elsewhere, in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the three must commit for real
 
@@ -88,16 +88,16 @@ def test_a_forget_racing_the_embedding_worker_waits_instead_of_deadlocking(acme)
 
     def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         updated = re.search(r"\bUPDATE (\S+) p SET", sql)  # the vectors' statement's table
-        if updated and updated[1] == Message._meta.db_table and not forgetter.is_alive():
-            forgetter.start()  # the facts' vectors are stored: the forget goes first now
-            forgetter.join(1.5)  # as far as it gets (the deadlock timeout is 1 s)
+        if updated and updated[1] == Message._meta.db_table and forgetter.ident is None:
+            forgetter.as_far_as_it_gets()  # the facts' vectors are stored: the forget goes first
         return execute(sql, params, many, context)
 
-    forgetter = threading.Thread(target=lambda: in_thread(forget))
+    forgetter = Elsewhere(forget)
     with connection.execute_wrapper(between):
         stored = embed_records(items=[[tenant.id, "fact", fact.json()["id"]],
                                       [tenant.id, "conversation", said.json()["conversation_id"]]])
     forgetter.join(10)
+    assert forgetter.error is None, forgetter.error
     assert stored == 2 and forgotten == [True]
     with tenant_context(tenant.id):
         assert not Fact.objects.exists() and not Message.objects.exists()

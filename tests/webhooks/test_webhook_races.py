@@ -58,7 +58,7 @@ def test_an_endpoint_deleted_while_a_write_holds_its_event_does_not_fail_the_wri
             # The write's event and its delivery are in; the admin deletes the endpoint now.
             deleting.append(Elsewhere(
                 lambda: acme.client_with(acme.key).delete(f"/api/v1/webhooks/{hook}").status_code
-            ).as_far_as_it_gets(1.0))
+            ).as_far_as_it_gets())
         return result
 
     with connection.execute_wrapper(between):
@@ -83,7 +83,7 @@ def test_a_write_between_the_deletions_of_deliveries_and_endpoint_does_not_fail_
             writing.append(Elsewhere(
                 lambda: acme.client_with(acme.key).post("/api/v1/users/alice/memory", WRITE,
                                                         format="json").status_code
-            ).as_far_as_it_gets(1.0))
+            ).as_far_as_it_gets())
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(between):
@@ -116,7 +116,7 @@ def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing
                     and "SKIP LOCKED" not in sql and not deleting):  # answered; to record it
                 deleting.append(Elsewhere(
                     lambda: acme.client_with(acme.key).delete(f"/api/v1/webhooks/{hook}")
-                    .status_code).as_far_as_it_gets(1.0))
+                    .status_code).as_far_as_it_gets())
             return execute(sql, params, many, context)
 
         with tenant_context(acme.tenant.id), connection.execute_wrapper(delete_during_the_send):
@@ -137,7 +137,7 @@ def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing
                     and not deleting[1:]):  # the forget's events' deliveries are deleted
                 deleting.append(Elsewhere(
                     lambda: acme.client_with(acme.key).delete(f"/api/v1/webhooks/{hook}")
-                    .status_code).as_far_as_it_gets(1.0))
+                    .status_code).as_far_as_it_gets())
             return result
 
         with tenant_context(acme.tenant.id), connection.execute_wrapper(delete_during_the_forget):
@@ -201,7 +201,7 @@ def test_switching_off_an_endpoint_while_another_send_waits_for_it_does_not_dead
             if sql.startswith("UPDATE") and WebhookDelivery._meta.db_table in sql.split("SET")[0]:
                 if "status" in sql.split("WHERE")[0] and not answer.is_set():
                     answer.set()  # its answer comes: it goes on to record it
-                    in_flight.join(1.5)  # as far as it gets (the deadlock timeout is 1 s)
+                    in_flight.as_far_as_it_gets()
             return execute(sql, params, many, context)
 
         with connection.execute_wrapper(answer_before_abandoning):
@@ -236,7 +236,7 @@ def test_two_admins_creating_the_last_endpoint_at_once_make_one(acme, globex) ->
         if "COUNT(" in sql.upper() and WebhookEndpoint._meta.db_table in sql and not other:
             other.append(Elsewhere(lambda: acme.client_with(acme.key).post(
                 "/api/v1/webhooks", {"url": "http://127.0.0.1:9/other"}, format="json",
-            ).status_code).as_far_as_it_gets(1.0))
+            ).status_code).as_far_as_it_gets())
         return result
 
     with connection.execute_wrapper(between):
