@@ -27,8 +27,9 @@ left alone, so duplicate messages are harmless.
 
 SSRF: URLs must be http(s) without credentials; unless ``allow_private_urls`` is set,
 hosts that resolve to loopback, private, link-local or otherwise reserved addresses are
-refused at creation and again at each delivery. Known hole: DNS can change between that
-check and the connection (rebinding); a network egress policy closes it.
+refused at creation and again at each delivery, where the delivery connects to the very
+address it checked (no second lookup that DNS rebinding could answer with 127.0.0.1).
+Each delivery has WEBHOOK_TIMEOUT in all, not per step, and its answer's body is never read.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -56,6 +56,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from memoryhub.errors import echo
 from memoryhub.infra.jobs import DELIVER_WEBHOOK
+from memoryhub.infra.outbound import AddressRefused, NoAnswer, Unreachable, post_status
 from memoryhub.infra.publisher import job_enqueue_soon
 from memoryhub.models import (
     DeliveryStatus,
@@ -151,10 +152,16 @@ def webhook_url_check(url: str, *, resolve: bool = True) -> None:
         raise WebhookUrlError(f"The host {echo(parts.hostname)} does not resolve.") from exc
     for info in infos:
         if not _address_allowed(str(info[4][0])):
-            raise WebhookUrlError(
-                f"The host {echo(parts.hostname)} resolves to {info[4][0]}, a private or reserved "
-                "address; webhooks go to public addresses only."
-            )
+            raise WebhookUrlError(_refused(parts.hostname, str(info[4][0])))
+
+
+def _refused(host: str, address: str) -> str:
+    return (f"The host {echo(host)} resolves to {address}, a private or reserved address; "
+            "webhooks go to public addresses only.")
+
+
+def _may_connect(address: str) -> bool:
+    return bool(_config()["allow_private_urls"]) or _address_allowed(address)
 
 
 # --- Endpoints (admin API) -----------------------------------------------------------------
@@ -289,9 +296,10 @@ class Attempt:
 
 def _post(*, endpoint: WebhookEndpoint, body: bytes, event_type: str,
           delivery_id: str) -> Attempt:
-    """One signed POST of ``body`` to the endpoint; what came of it."""
+    """One signed POST of ``body`` to the endpoint; what came of it. The address is checked
+    again here, where it is connected to (memoryhub.infra.outbound)."""
     try:
-        webhook_url_check(endpoint.url)
+        webhook_url_check(endpoint.url, resolve=False)
     except WebhookUrlError as exc:
         return Attempt(None, str(exc))
     timestamp = int(time.time())
@@ -304,15 +312,13 @@ def _post(*, endpoint: WebhookEndpoint, body: bytes, event_type: str,
         DELIVERY_HEADER: delivery_id,
     }
     try:
-        # Streamed, and the body never read: the status is the whole answer, and an endpoint
-        # that sends an endless body (httpx.post reads it all) would hold the worker's thread
-        # and fill its memory for as long as it kept the bytes coming.
-        with httpx.stream("POST", endpoint.url, content=body, headers=headers,
-                          timeout=_config()["timeout"], follow_redirects=False) as response:
-            status = response.status_code
-    except httpx.TimeoutException:
+        status = post_status(endpoint.url, body=body, headers=headers,
+                             timeout=_config()["timeout"], allowed=_may_connect)
+    except AddressRefused as exc:
+        return Attempt(None, _refused(exc.host, exc.address))
+    except NoAnswer:
         return Attempt(None, "no answer within the timeout")
-    except httpx.HTTPError as exc:
+    except Unreachable as exc:
         return Attempt(None, f"connection failed: {exc}"[:_MAX_ERROR])
     if 200 <= status < 300:
         return Attempt(status, "")

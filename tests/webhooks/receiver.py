@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -59,10 +60,11 @@ HOLD_LIMIT = 60.0
 
 
 @contextmanager
-def webhook_receiver(statuses: list[int] | None = None, *,
-                     held: bool = False) -> Iterator[Receiver]:
+def webhook_receiver(statuses: list[int] | None = None, *, held: bool = False,
+                     tls: ssl.SSLContext | None = None) -> Iterator[Receiver]:
     """``held``: each request is recorded as it arrives, then answered only once
-    ``receiver.released`` is set (the block's end sets it), as an endpoint that hangs."""
+    ``receiver.released`` is set (the block's end sets it), as an endpoint that hangs.
+    ``tls``: served over https with that (server) context, at ``https://localhost:PORT``."""
     receiver = Receiver(url="", statuses=list(statuses or []))
     if not held:
         receiver.released.set()
@@ -82,7 +84,11 @@ def webhook_receiver(statuses: list[int] | None = None, *,
             return None
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/memory"
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+        origin = f"https://localhost:{server.server_address[1]}"
+    receiver.url = f"{origin}/hooks/memory"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
