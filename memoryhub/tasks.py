@@ -106,8 +106,7 @@ def embed_records(*, items: list[list]) -> int:
 
 @shared_task(name="memoryhub.tasks.deliver_webhook")
 def deliver_webhook(*, tenant_id: int, delivery_id: int) -> str:
-    with tenant_context(tenant_id):
-        return webhook_deliver(delivery_id=delivery_id)
+    return webhook_deliver(tenant_id=tenant_id, delivery_id=delivery_id)  # its transactions
 
 
 @shared_task(name="memoryhub.tasks.retention_purge")

@@ -19,11 +19,12 @@ Contract for receivers (also in the API docs of ``/api/v1/webhooks``):
 
 Durability: the delivery rows are written in the transaction of the event (an outbox), and
 enqueued on commit; the beat sweep re-enqueues any that are due but whose message was lost.
-Sending holds the endpoint's key-share lock and the delivery row's lock (FOR UPDATE SKIP
-LOCKED) for the HTTP call, so two workers never send the same delivery at once, and the
-endpoint's deletion waits for the send to be recorded (memoryhub.store.webhooks: every writer
-of deliveries takes the endpoint's row first); a row that is not pending or not yet due is
-left alone, so duplicate messages are harmless.
+A send claims its delivery in a short transaction (a lease: ``next_attempt_at`` moved past
+the attempt's deadline), so two workers never send the same delivery at once, then holds
+nothing while the endpoint answers, and records the answer in another transaction if the
+delivery is still there and still its own (webhook_deliver). A row that is not pending or not
+yet due is left alone, so duplicate messages are harmless; a sender that dies mid-send leaves
+its lease to run out, and the sweep sends the delivery again.
 
 SSRF: URLs must be http(s) without credentials; unless ``allow_private_urls`` is set,
 hosts that resolve to loopback, private, link-local or otherwise reserved addresses are
@@ -67,6 +68,7 @@ from memoryhub.models import (
 )
 from memoryhub.numbers import parse_natural
 from memoryhub.store.webhooks import webhook_endpoints_hold
+from tenants.context import tenant_context
 from tenants.models import Tenant
 from tenants.services import audit_record, tenant_row_lock
 
@@ -325,11 +327,46 @@ def _post(*, endpoint: WebhookEndpoint, body: bytes, event_type: str,
     return Attempt(status, f"HTTP {status}")
 
 
-def webhook_deliver(*, delivery_id: int) -> str:
-    """Send one delivery if it is pending and due; record the outcome. Returns the status."""
+# How long past the attempt's timeout a claimed delivery stays its sender's: only a sender
+# that died (its worker killed mid-send) leaves it that long, and the sweep then sends it again.
+LEASE_MARGIN = 30.0
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """A delivery taken for one attempt: what to send, and the lease that says it is ours."""
+
+    delivery_id: int
+    endpoint: WebhookEndpoint
+    body: bytes
+    event_type: str
+    seq: int
+    lease_until: datetime
+
+
+def webhook_deliver(*, tenant_id: int, delivery_id: int) -> str:
+    """Send one delivery if it is pending and due; record the outcome. Returns the status.
+
+    No lock and no transaction is held while the endpoint answers: the delivery is claimed in
+    one short transaction (its ``next_attempt_at`` moved past the attempt's deadline, a lease
+    that keeps other sends and the sweep off it), sent, and the outcome recorded in another,
+    if the delivery is still there and still ours. Before, the send held the delivery's and
+    the endpoint's rows for the whole call, so a person's forget or the endpoint's deletion
+    waited up to WEBHOOK_TIMEOUT for a tenant's endpoint to answer."""
+    with tenant_context(tenant_id):
+        claim = _claim(delivery_id=delivery_id, now=timezone.now())
+    if isinstance(claim, str):
+        return claim
+    attempt = _post(endpoint=claim.endpoint, body=claim.body, event_type=claim.event_type,
+                    delivery_id=str(claim.seq))  # the tenant's own number, like event ids
+    with tenant_context(tenant_id):
+        return _settle(claim=claim, attempt=attempt)
+
+
+def _claim(*, delivery_id: int, now: datetime) -> _Claim | str:
+    """The delivery, leased to this send; or why there is nothing to send."""
     # The endpoint before the delivery, as every writer of deliveries holds them
-    # (memoryhub.store.webhooks): a deletion of the endpoint waits for this send to be
-    # recorded, or this send for the deletion (then there is nothing to send).
+    # (memoryhub.store.webhooks).
     endpoint_id = (WebhookDelivery.objects.filter(pk=delivery_id)
                    .values_list("endpoint_id", flat=True).first())
     if endpoint_id is None or not webhook_endpoints_hold(ids=[endpoint_id]):
@@ -341,17 +378,33 @@ def webhook_deliver(*, delivery_id: int) -> str:
         .first()
     )
     if delivery is None:
-        return "skipped"  # gone, or another worker holds it
-    now = timezone.now()
+        return "skipped"  # gone, or another send is claiming or settling it this moment
     if delivery.status != DeliveryStatus.PENDING or delivery.next_attempt_at > now:
-        return "skipped"  # done already, or a duplicate message ahead of its retry time
+        return "skipped"  # done, another send's lease, or a duplicate ahead of its retry time
     if not delivery.endpoint.enabled:
         delivery.status = DeliveryStatus.ABANDONED
         delivery.save(update_fields=["status"])
         return delivery.status
-    attempt = _post(endpoint=delivery.endpoint, body=event_payload(delivery.event),
-                    event_type=delivery.event.type,
-                    delivery_id=str(delivery.seq))  # the tenant's own number, like event ids
+    delivery.next_attempt_at = now + timedelta(seconds=_config()["timeout"] + LEASE_MARGIN)
+    delivery.save(update_fields=["next_attempt_at"])
+    return _Claim(delivery_id=delivery.pk, endpoint=delivery.endpoint,
+                  body=event_payload(delivery.event), event_type=delivery.event.type,
+                  seq=delivery.seq, lease_until=delivery.next_attempt_at)
+
+
+def _settle(*, claim: _Claim, attempt: Attempt) -> str:
+    """Record the attempt, unless the delivery went meanwhile (its endpoint deleted, its
+    person forgotten) or is no longer this send's (its lease ran out and another send took
+    it: that one records its own attempt)."""
+    if not webhook_endpoints_hold(ids=[claim.endpoint.pk]):
+        return "skipped"
+    delivery = (WebhookDelivery.objects.select_for_update(of=("self",))
+                .filter(pk=claim.delivery_id).first())
+    if delivery is None:
+        return "skipped"
+    if delivery.next_attempt_at != claim.lease_until or delivery.status not in (
+            DeliveryStatus.PENDING, DeliveryStatus.ABANDONED):
+        return "skipped"
     _attempt_record(delivery=delivery, attempt=attempt, now=timezone.now())
     return delivery.status
 
@@ -380,8 +433,10 @@ def webhook_test_send(*, tenant: Tenant, endpoint: WebhookEndpoint, actor: str) 
 
 
 def _attempt_record(*, delivery: WebhookDelivery, attempt: Attempt, now: datetime) -> None:
-    # NO KEY: the key-share lock that other sends to this endpoint hold while they wait for
-    # their answer does not block this one (FOR UPDATE would wait for all of them).
+    """``delivery`` is pending, or abandoned while it was sent (its endpoint switched off
+    meanwhile): then a failure is not retried, and an answer delivers it all the same."""
+    # NO KEY: the key-share lock that other sends to this endpoint hold while they settle
+    # does not block this one (FOR UPDATE would wait for all of them).
     endpoint = WebhookEndpoint.objects.select_for_update(no_key=True).get(pk=delivery.endpoint_id)
     endpoint.last_status = attempt.status
     endpoint.last_error = attempt.error[:_MAX_ERROR]
@@ -397,7 +452,9 @@ def _attempt_record(*, delivery: WebhookDelivery, attempt: Attempt, now: datetim
     else:
         endpoint.failing_since = endpoint.failing_since or now
         failing_for = (now - endpoint.failing_since).total_seconds()
-        if endpoint.enabled and failing_for >= _config()["disable_after"]:
+        if delivery.status == DeliveryStatus.ABANDONED:
+            pass  # switched off while this attempt was out: nothing more to try
+        elif endpoint.enabled and failing_for >= _config()["disable_after"]:
             _switch_off(endpoint=endpoint, now=now, error=attempt.error)
             delivery.status = DeliveryStatus.ABANDONED
         else:
@@ -417,9 +474,10 @@ def _switch_off(*, endpoint: WebhookEndpoint, now: datetime, error: str) -> None
         f"{endpoint.failing_since:%Y-%m-%d %H:%M} UTC (last: {error}). Fix the endpoint, "
         "then set enabled to true; missed events are in GET /api/v1/events."
     )[:_MAX_ERROR]
-    # SKIP LOCKED: a delivery another send holds waits for its answer, and that send wants
-    # this endpoint's row (locked here) to record it: waiting for it would deadlock. Its
-    # attempt is recorded after this commit, and its retry finds the endpoint off.
+    # SKIP LOCKED: a delivery another send is settling is held by that send, which wants
+    # this endpoint's row (locked here) next: waiting for it would deadlock. Its attempt is
+    # recorded after this commit, and its retry finds the endpoint off. A delivery whose
+    # attempt is out (claimed, not held) is abandoned here, and its send records its answer.
     pending = list(WebhookDelivery.objects.select_for_update(skip_locked=True)
                    .filter(endpoint=endpoint, status=DeliveryStatus.PENDING)
                    .values_list("pk", flat=True))

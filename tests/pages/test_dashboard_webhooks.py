@@ -44,8 +44,9 @@ def write(kit, path: str) -> None:
 def deliver_all(kit) -> None:
     """What the worker does with each queued delivery."""
     with tenant_context(kit.tenant.id):
-        for pk in WebhookDelivery.objects.order_by("id").values_list("id", flat=True):
-            webhook_deliver(delivery_id=pk)
+        pks = list(WebhookDelivery.objects.order_by("id").values_list("id", flat=True))
+    for pk in pks:
+        webhook_deliver(tenant_id=kit.tenant.id, delivery_id=pk)
 
 
 def audit(kit, action: str) -> list[AuditEntry]:

@@ -15,6 +15,7 @@ it must (the tests give it a moment to get as far as it can, then go on).
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -97,9 +98,9 @@ def test_a_write_between_the_deletions_of_deliveries_and_endpoint_does_not_fail_
         assert MemoryEvent.objects.filter(data__change="created").count() == 1
 
 
-def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing(
+def test_a_send_being_recorded_and_a_forget_make_the_deletion_wait_instead_of_failing(
         acme) -> None:
-    """The orders the fix sets, held: a send waits for its answer holding the endpoint (key
+    """The orders the fix sets, held: a send records its answer holding the endpoint (key
     share) and the delivery; the endpoint's deletion waits for it. A forget deletes its
     events' deliveries after holding the endpoints; the deletion waits for it too."""
     with webhook_receiver() as receiver:
@@ -119,8 +120,8 @@ def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing
                     .status_code).as_far_as_it_gets())
             return execute(sql, params, many, context)
 
-        with tenant_context(acme.tenant.id), connection.execute_wrapper(delete_during_the_send):
-            assert webhook_deliver(delivery_id=delivery) == "delivered"
+        with connection.execute_wrapper(delete_during_the_send):
+            assert webhook_deliver(tenant_id=acme.tenant.id, delivery_id=delivery) == "delivered"
         deleting[0].join(10)
         assert deleting[0].result == 204 and len(receiver.received) == 1
         assert _left(acme) == ([], 0)
@@ -148,13 +149,50 @@ def test_a_send_in_flight_and_a_forget_make_the_deletion_wait_instead_of_failing
         assert _left(acme) == ([], 0)
 
 
+def test_a_forget_and_the_endpoints_deletion_do_not_wait_for_an_endpoint_to_answer(
+        acme) -> None:
+    """A send holds nothing while the endpoint answers: before, it held its delivery's row
+    for the whole call, so a person's forget (which deletes their events' deliveries) and the
+    endpoint's deletion waited up to WEBHOOK_TIMEOUT for a tenant's endpoint."""
+    with webhook_receiver(held=True) as receiver:
+        hook = _hook(acme, receiver.url)
+        for path in ("/memories/a.md", "/memories/b.md"):
+            assert acme.client.post("/api/v1/users/alice/memory", {**WRITE, "path": path},
+                                    format="json").status_code == 200
+        with tenant_context(acme.tenant.id):
+            first = WebhookDelivery.objects.order_by("id").values_list("pk", flat=True)[0]
+        sending = Elsewhere(lambda: webhook_deliver(tenant_id=acme.tenant.id,
+                                                    delivery_id=first))
+        sending.start()
+        deadline = time.monotonic() + 10
+        while not receiver.received and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert receiver.received, "the send never arrived"  # and waits for its answer now
+
+        def forget() -> bool:
+            with tenant_context(acme.tenant.id):
+                return end_user_forget(tenant=acme.tenant, user_id="alice", actor=Actor.APP)
+
+        forgetting = Elsewhere(forget).as_far_as_it_gets()
+        assert not forgetting.is_alive(), "the forget waited for the endpoint's answer"
+        assert forgetting.error is None and forgetting.result is True
+        deleting = Elsewhere(lambda: acme.client_with(acme.key).delete(
+            f"/api/v1/webhooks/{hook}").status_code).as_far_as_it_gets()
+        assert not deleting.is_alive(), "the deletion waited for the endpoint's answer"
+        assert deleting.result == 204
+        receiver.released.set()
+        sending.join(10)
+        assert sending.error is None and sending.result == "skipped"  # nothing left to record
+    assert _left(acme) == ([], 0)
+
+
 def test_switching_off_an_endpoint_while_another_send_waits_for_it_does_not_deadlock(
         acme) -> None:
     """Two sends to an endpoint failing for a day: the one that switches it off abandons its
-    pending deliveries while the other still waits for its answer holding its delivery, then
-    wants the endpoint to record the answer. The first left that delivery to wait for the
-    second (which waited for the first's endpoint lock: PostgreSQL ended one of them); it now
-    skips a delivery in flight, which finds the endpoint off at its next attempt."""
+    pending deliveries while the other's attempt is out, then records its answer. When a send
+    held its delivery during the call, switching off waited for it while it waited for the
+    endpoint's lock (PostgreSQL ended one of them); now the attempt out is abandoned with the
+    rest, and its answer recorded after."""
     import http.server
     import socketserver
     from datetime import timedelta
@@ -189,12 +227,11 @@ def test_switching_off_an_endpoint_while_another_send_waits_for_it_does_not_dead
             first, second = WebhookDelivery.objects.order_by("id").values_list("pk", flat=True)
 
         def send(delivery_id: int) -> str:
-            with tenant_context(acme.tenant.id):
-                return webhook_deliver(delivery_id=delivery_id)
+            return webhook_deliver(tenant_id=acme.tenant.id, delivery_id=delivery_id)
 
         in_flight = Elsewhere(lambda: send(second))
         in_flight.start()
-        assert arrived.wait(10)  # the second send waits for its answer, holding its delivery
+        assert arrived.wait(10)  # the second send waits for its answer
 
         def answer_before_abandoning(execute: Any, sql: str, params: Any, many: bool,
                                      context: Any) -> Any:
@@ -208,11 +245,11 @@ def test_switching_off_an_endpoint_while_another_send_waits_for_it_does_not_dead
             assert send(first) == "abandoned"
         in_flight.join(10)
         assert in_flight.error is None, in_flight.error
-        assert in_flight.result == "pending"  # its retry will find the endpoint off
-        assert send(second) == "skipped"  # not due yet
-        with tenant_context(acme.tenant.id):
-            WebhookDelivery.objects.filter(pk=second).update(next_attempt_at=timezone.now())
-        assert send(second) == "abandoned"
+        assert in_flight.result == "abandoned"  # switched off while its attempt was out
+        with tenant_context(acme.tenant.id):  # its answer is recorded all the same
+            recorded = WebhookDelivery.objects.get(pk=second)
+        assert (recorded.attempts, recorded.last_status) == (1, 500)
+        assert send(second) == "skipped"  # nothing more to try
         shown = acme.client.get(f"/api/v1/webhooks/{hook}").json()
         assert shown["enabled"] is False
     finally:

@@ -51,13 +51,18 @@ def event(kit, *, path: str = "/a.md"):
 
 
 def deliver(kit, delivery_id: int) -> str:
-    with tenant_context(kit.tenant.id):
-        return webhook_deliver(delivery_id=delivery_id)
+    return webhook_deliver(tenant_id=kit.tenant.id, delivery_id=delivery_id)
 
 
 def delivery_of(kit) -> WebhookDelivery:
     with tenant_context(kit.tenant.id):
         return WebhookDelivery.objects.select_related("endpoint").get()
+
+
+def overdue(kit) -> None:
+    """The tenant's deliveries due five minutes ago: past the sweep's grace."""
+    with tenant_context(kit.tenant.id):
+        WebhookDelivery.objects.update(next_attempt_at=timezone.now() - timedelta(minutes=5))
 
 
 # --- admin API -----------------------------------------------------------------------------
@@ -261,10 +266,59 @@ def test_the_sweep_sends_deliveries_whose_message_was_lost(
     with webhook_receiver() as receiver:
         create(acme, receiver.url)
         event(acme)
-        with tenant_context(acme.tenant.id):
-            WebhookDelivery.objects.update(next_attempt_at=timezone.now() - timedelta(minutes=5))
+        overdue(acme)
         assert webhooks_sweep() == 1
     assert delivery_of(acme).status == DeliveryStatus.DELIVERED
+    assert len(receiver.received) == 1
+
+
+@pytest.mark.django_db(transaction=True)  # the send in a thread must see the delivery
+def test_a_delivery_out_on_its_attempt_is_not_sent_again_meanwhile(
+    acme, globex, private_urls_allowed,
+) -> None:
+    """The send claims its delivery (a lease) and holds nothing while the endpoint answers:
+    a duplicate message, or the sweep, finds it not due."""
+    with webhook_receiver(held=True) as receiver:
+        create(acme, receiver.url)
+        event(acme)
+        pk = delivery_of(acme).pk
+        overdue(acme)  # due for the sweep, until claimed
+        sending = threading.Thread(target=deliver, args=(acme, pk))
+        sending.start()
+        deadline = time.monotonic() + 10
+        while not receiver.received and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert deliver(acme, pk) == "skipped"
+        assert webhooks_sweep() == 0
+        receiver.released.set()
+        sending.join(10)
+    assert len(receiver.received) == 1 and delivery_of(acme).status == DeliveryStatus.DELIVERED
+
+
+def test_a_lease_run_out_is_sent_again_and_the_late_answer_is_not_recorded(
+    acme, globex, private_urls_allowed,
+) -> None:
+    """A sender that died mid-send (its worker killed) leaves its lease to run out; the
+    sweep's send then delivers it. Should the first sender come back with its answer after
+    all, the delivery is no longer its own: nothing of it is recorded."""
+    from memoryhub.services.webhooks import Attempt, _claim, _settle
+
+    with webhook_receiver() as receiver:
+        create(acme, receiver.url)
+        event(acme)
+        pk = delivery_of(acme).pk
+        overdue(acme)
+        with tenant_context(acme.tenant.id):
+            stale = _claim(delivery_id=pk, now=timezone.now())  # then it died
+        assert not isinstance(stale, str)
+        assert webhooks_sweep() == 0  # its lease holds
+        overdue(acme)  # the lease has run out
+        assert deliver(acme, pk) == DeliveryStatus.DELIVERED
+        with tenant_context(acme.tenant.id):
+            assert _settle(claim=stale, attempt=Attempt(500, "HTTP 500")) == "skipped"
+    delivered = delivery_of(acme)
+    assert (delivered.status, delivered.attempts, delivered.last_status) == (
+        DeliveryStatus.DELIVERED, 1, 200)
     assert len(receiver.received) == 1
 
 
