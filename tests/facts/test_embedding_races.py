@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from memoryhub.models import Fact
-from memoryhub.tasks import embed_records
+from memoryhub.models import Fact, MemoryDocument, Passage
+from memoryhub.tasks import embed_documents, embed_records
 from tenants.context import tenant_context
 from tests.elsewhere import Elsewhere
 
@@ -64,3 +64,27 @@ def test_the_worker_storing_vectors_and_a_request_locking_the_same_facts_do_not_
     assert worker[0].result == 1
     # Asked for again, the second gets its vector now that nobody holds it.
     assert embed_records(items=[[acme.tenant.id, "fact", second]]) == 1
+
+
+def test_the_worker_leaves_a_passage_a_write_holds_instead_of_waiting_for_it(acme) -> None:
+    """The same for documents: a write of the document (a directory rename, an edit) holds its
+    passages in its own order while the worker stores their vectors in another. The worker
+    skips what the write holds; the write asks for its passages' vectors when it commits."""
+    text = "\n\n".join(f"Paragraph {n}: " + "the garden needs water. " * 40 for n in range(4))
+    created = acme.client.put("/api/v1/users/alice/documents/global/notes/garden.md",
+                              {"content": text}, format="json")
+    assert created.status_code in (200, 201), created.content
+    with tenant_context(acme.tenant.id):
+        document = MemoryDocument.objects.get()
+        Passage.objects.update(embedding=None, embedding_provider="")
+        ids = list(Passage.objects.order_by("ordinal").values_list("pk", flat=True))
+    assert len(ids) > 1, "one passage: nothing to interleave"
+    with tenant_context(acme.tenant.id):  # a write holding the first passage, uncommitted
+        Passage.objects.select_for_update(no_key=True).filter(pk=ids[0]).get()
+        worker = Elsewhere(lambda: embed_documents(
+            items=[[acme.tenant.id, document.pk, document.version]])).as_far_as_it_gets()
+        assert not worker.is_alive(), "the worker waited for the write's passage"
+    assert worker.error is None, worker.error
+    with tenant_context(acme.tenant.id):
+        stored = dict(Passage.objects.values_list("pk", "embedding_provider"))
+    assert stored[ids[0]] == "" and all(stored[pk] for pk in ids[1:])
