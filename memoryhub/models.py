@@ -424,8 +424,9 @@ class DeliveryStatus(models.TextChoices):
 class WebhookDelivery(TenantOwned):
     """One event for one endpoint: written with the event (an outbox), sent by a worker.
 
-    Unique per (endpoint, event), so enqueuing twice cannot send twice; a worker takes the
-    row with SELECT ... FOR UPDATE SKIP LOCKED, so two workers never send it at once.
+    Unique per (endpoint, event), so enqueuing twice cannot send twice; a worker claims the
+    row for its attempt (a lease on ``next_attempt_at``), so two workers never send it at once
+    (memoryhub.services.webhooks.webhook_deliver).
     """
 
     # The tenant's own delivery number (EventFeed), sent as X-MemoryHub-Delivery.
