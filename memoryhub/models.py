@@ -443,6 +443,9 @@ class WebhookDelivery(TenantOwned):
     last_status = models.PositiveIntegerField(null=True, blank=True)
     last_error = models.CharField(max_length=500, blank=True, default="")
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # While an attempt is out: its lease, cleared when the attempt is recorded. What counts
+    # against the endpoint's WEBHOOK_MAX_IN_FLIGHT.
+    sending_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta(TenantOwned.Meta):
@@ -458,6 +461,15 @@ class WebhookDelivery(TenantOwned):
             models.Index(
                 fields=["tenant", "next_attempt_at"],
                 condition=models.Q(status="pending"), name="delivery_due",
+            ),
+            # An endpoint's next delivery waiting for a place, and its attempts out.
+            models.Index(
+                fields=["tenant", "endpoint", "next_attempt_at"],
+                condition=models.Q(status="pending"), name="delivery_endpoint_due",
+            ),
+            models.Index(
+                fields=["tenant", "endpoint"],
+                condition=models.Q(sending_until__isnull=False), name="delivery_sending",
             ),
         ]
 

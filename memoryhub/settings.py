@@ -463,6 +463,9 @@ MEMORYHUB_WEBHOOKS = {
     "disable_after": float(os.environ.get("WEBHOOK_DISABLE_AFTER", str(24 * 3600))),
     # Loopback and private addresses are refused (SSRF) unless this is set (tests, dev).
     "allow_private_urls": env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", DEBUG),
+    # Attempts one endpoint may have out at once: an endpoint that hangs holds at most this
+    # many of the webhooks worker's threads, and every other tenant's deliveries go on.
+    "max_in_flight": int(os.environ.get("WEBHOOK_MAX_IN_FLIGHT", "4")),
 }
 
 # --- Security --------------------------------------------------------------------------------

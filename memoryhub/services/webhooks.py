@@ -67,7 +67,7 @@ from memoryhub.models import (
     WebhookEndpoint,
 )
 from memoryhub.numbers import parse_natural
-from memoryhub.store.webhooks import webhook_endpoints_hold
+from memoryhub.store.webhooks import webhook_attempts_out, webhook_endpoints_hold
 from tenants.context import tenant_context
 from tenants.models import Tenant
 from tenants.services import audit_record, tenant_row_lock
@@ -385,8 +385,11 @@ def _claim(*, delivery_id: int, now: datetime) -> _Claim | str:
         delivery.status = DeliveryStatus.ABANDONED
         delivery.save(update_fields=["status"])
         return delivery.status
+    if webhook_attempts_out(endpoint_id=endpoint_id, now=now) >= _config()["max_in_flight"]:
+        return "deferred"  # the endpoint has its share out: the next of them to end sends it
     delivery.next_attempt_at = now + timedelta(seconds=_config()["timeout"] + LEASE_MARGIN)
-    delivery.save(update_fields=["next_attempt_at"])
+    delivery.sending_until = delivery.next_attempt_at
+    delivery.save(update_fields=["next_attempt_at", "sending_until"])
     return _Claim(delivery_id=delivery.pk, endpoint=delivery.endpoint,
                   body=event_payload(delivery.event), event_type=delivery.event.type,
                   seq=delivery.seq, lease_until=delivery.next_attempt_at)
@@ -398,15 +401,39 @@ def _settle(*, claim: _Claim, attempt: Attempt) -> str:
     it: that one records its own attempt)."""
     if not webhook_endpoints_hold(ids=[claim.endpoint.pk]):
         return "skipped"
+    _send_next(endpoint_id=claim.endpoint.pk)  # this attempt's place is free
     delivery = (WebhookDelivery.objects.select_for_update(of=("self",))
                 .filter(pk=claim.delivery_id).first())
     if delivery is None:
         return "skipped"
-    if delivery.next_attempt_at != claim.lease_until or delivery.status not in (
+    if delivery.sending_until != claim.lease_until or delivery.status not in (
             DeliveryStatus.PENDING, DeliveryStatus.ABANDONED):
         return "skipped"
     _attempt_record(delivery=delivery, attempt=attempt, now=timezone.now())
     return delivery.status
+
+
+# --- Attempts out per endpoint ---------------------------------------------------------------
+#
+# A webhooks worker has a fixed number of threads, and an endpoint that hangs holds one for
+# WEBHOOK_TIMEOUT per delivery: with an event per write, one tenant's broken endpoint took
+# every thread and every other tenant's deliveries waited. So an endpoint has at most
+# WEBHOOK_MAX_IN_FLIGHT attempts out (``sending_until`` set and not run out); a send beyond
+# them is deferred, left pending and due, and each attempt that ends sends the endpoint's
+# oldest one due (memoryhub.store.webhooks.webhook_attempts_out counts them, one claim to the
+# endpoint at a time). A chain that breaks (its worker killed) is picked up by the sweep.
+
+
+def _send_next(*, endpoint_id: int) -> None:
+    """Enqueue the endpoint's oldest delivery due (one deferred, or whose message is still
+    queued: then the first of the two to run sends it), once this transaction commits."""
+    waiting = (WebhookDelivery.objects
+               .filter(endpoint_id=endpoint_id, status=DeliveryStatus.PENDING,
+                       next_attempt_at__lte=timezone.now())
+               .order_by("next_attempt_at").values_list("pk", "tenant_id").first())
+    if waiting is not None:
+        transaction.on_commit(partial(_enqueue, tenant_id=waiting[1], delivery_id=waiting[0]),
+                              robust=True)
 
 
 def sample_event_payload(*, endpoint: WebhookEndpoint, now: datetime) -> bytes:
@@ -441,6 +468,7 @@ def _attempt_record(*, delivery: WebhookDelivery, attempt: Attempt, now: datetim
     endpoint.last_status = attempt.status
     endpoint.last_error = attempt.error[:_MAX_ERROR]
     endpoint.last_attempt_at = now
+    delivery.sending_until = None
     delivery.attempts += 1
     delivery.last_status = attempt.status
     delivery.last_error = attempt.error[:_MAX_ERROR]

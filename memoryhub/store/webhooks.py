@@ -15,10 +15,11 @@ commit, instead of each holding a row the other needs next.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from django.db import connection
 
-from memoryhub.models import WebhookEndpoint
+from memoryhub.models import WebhookDelivery, WebhookEndpoint
 from memoryhub.store._tenancy import tenant_id, tenant_is
 
 _TABLE = WebhookEndpoint._meta.db_table
@@ -37,3 +38,25 @@ def webhook_endpoints_hold(*, ids: Sequence[int] | None = None) -> list[int]:
         else:
             cursor.execute(_HOLD, [tenant, list(ids)])
         return [row[0] for row in cursor.fetchall()]
+
+
+# First key of the advisory lock that orders one endpoint's claims (the embedding claims'
+# namespaces, memoryhub/store/passages.py, are 7_002-7_006).
+_CLAIMS_NAMESPACE = 7_007
+_ATTEMPTS_OUT = (
+    f"SELECT count(*) FROM {WebhookDelivery._meta.db_table} "
+    f"WHERE {tenant_is()} AND endpoint_id = %s AND sending_until > %s"
+)
+
+
+def webhook_attempts_out(*, endpoint_id: int, now: datetime) -> int:
+    """The endpoint's attempts out (leases not run out at ``now``), counted once this
+    transaction holds the endpoint's claim lock, to its end: claims to one endpoint count one
+    after another, each seeing the leases committed before it (two statements, since a
+    statement's snapshot is taken before it waits)."""
+    tenant = tenant_id()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)",
+                       [_CLAIMS_NAMESPACE, endpoint_id & 0x7FFFFFFF])  # two int4 keys
+        cursor.execute(_ATTEMPTS_OUT, [tenant, endpoint_id, now])
+        return int(cursor.fetchone()[0])

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.utils import timezone
 
+from memoryhub.celery import app as celery_app
 from memoryhub.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from memoryhub.services.events import changed_event, pressure_event
 from memoryhub.services.webhooks import (
@@ -60,9 +61,12 @@ def delivery_of(kit) -> WebhookDelivery:
 
 
 def overdue(kit) -> None:
-    """The tenant's deliveries due five minutes ago: past the sweep's grace."""
+    """The tenant's deliveries due five minutes ago, past the sweep's grace, and any attempt's
+    lease run out then."""
+    past = timezone.now() - timedelta(minutes=5)
     with tenant_context(kit.tenant.id):
-        WebhookDelivery.objects.update(next_attempt_at=timezone.now() - timedelta(minutes=5))
+        WebhookDelivery.objects.update(next_attempt_at=past)
+        WebhookDelivery.objects.exclude(sending_until=None).update(sending_until=past)
 
 
 # --- admin API -----------------------------------------------------------------------------
@@ -293,6 +297,42 @@ def test_a_delivery_out_on_its_attempt_is_not_sent_again_meanwhile(
         receiver.released.set()
         sending.join(10)
     assert len(receiver.received) == 1 and delivery_of(acme).status == DeliveryStatus.DELIVERED
+
+
+@pytest.mark.django_db(transaction=True)  # the sends in threads must see the deliveries
+def test_an_endpoint_has_at_most_its_share_of_attempts_out(acme, globex, settings) -> None:
+    """WEBHOOK_MAX_IN_FLIGHT (2 here): a third send while two wait for the endpoint is
+    deferred; the first attempt to end sends it (here inline, at its commit: eager tasks
+    from then on; the events' own messages went to the broker, where nothing takes them)."""
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True,
+                                   "max_in_flight": 2}
+    with webhook_receiver(held=True) as receiver:
+        create(acme, receiver.url)
+        with tenant_context(acme.tenant.id):  # three events, their tasks not run
+            for path in ("/a.md", "/b.md", "/c.md"):
+                changed_event(tenant_id=acme.tenant.id, user_id="alice", actor="app",
+                              change="created", path=path, scope="global")
+            first, second, third = WebhookDelivery.objects.order_by("id").values_list(
+                "pk", flat=True)
+        sends = [threading.Thread(target=deliver, args=(acme, pk)) for pk in (first, second)]
+        for send in sends:
+            send.start()
+        deadline = time.monotonic() + 10
+        while len(receiver.received) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert deliver(acme, third) == "deferred"
+        assert len(receiver.received) == 2
+        celery_app.conf.task_always_eager = True
+        try:
+            receiver.released.set()
+            for send in sends:
+                send.join(10)
+        finally:
+            celery_app.conf.task_always_eager = False
+    with tenant_context(acme.tenant.id):
+        statuses = list(WebhookDelivery.objects.values_list("status", "attempts", "sending_until"))
+    assert statuses == [(DeliveryStatus.DELIVERED, 1, None)] * 3
+    assert len(receiver.received) == 3
 
 
 def test_a_lease_run_out_is_sent_again_and_the_late_answer_is_not_recorded(

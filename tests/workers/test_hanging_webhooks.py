@@ -32,6 +32,8 @@ pytestmark = pytest.mark.worker
 SLOTS = 2  # the processes of the worker that embeds and learns facts (conftest)
 PATIENCE = 5.0  # seconds a fact or a vector may take while the deliveries hang
 WEBHOOK_TIMEOUT = 30.0  # the workers' wait for an answer: the deliveries hang all along
+THREADS = 4  # the webhooks worker's (conftest)
+IN_FLIGHT = 2  # WEBHOOK_MAX_IN_FLIGHT: attempts one endpoint may have out
 QUERY = "zebra quokka"  # no word of the facts: only their vectors find them (relaxed recall)
 
 
@@ -42,7 +44,8 @@ def workers(django_db_setup, tmp_path_factory) -> Iterator[str]:
     log = Path(tmp_path_factory.mktemp("worker")) / "worker.log"
     try:
         with worker_running(log, broker_url=REDIS_URL, queue=queue,
-                            env={"WEBHOOK_TIMEOUT": str(WEBHOOK_TIMEOUT)}), \
+                            env={"WEBHOOK_TIMEOUT": str(WEBHOOK_TIMEOUT),
+                                 "WEBHOOK_MAX_IN_FLIGHT": str(IN_FLIGHT)}), \
                 celery_pointed_at(REDIS_URL, queue):
             yield queue
     finally:
@@ -109,3 +112,36 @@ def test_a_hanging_endpoint_delays_neither_facts_nor_vectors(
         assert set(WebhookDelivery.objects.values_list("attempts", flat=True)) == {1}
     with tenant_context(globex.tenant.id):
         assert not WebhookDelivery.objects.exists()
+
+
+def test_an_endpoint_that_hangs_leaves_other_tenants_deliveries_their_threads(
+    transactional_db, workers, acme, globex, settings,
+) -> None:
+    """One tenant's endpoint hangs with more deliveries than the webhooks worker has threads.
+    It gets IN_FLIGHT of them; another tenant's delivery goes out at once. Before, the
+    hanging endpoint took every thread, and the other's waited WEBHOOK_TIMEOUT."""
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True}
+    with webhook_receiver(held=True) as hanging, webhook_receiver() as healthy:
+        for kit, endpoint in ((acme, hanging), (globex, healthy)):
+            created = kit.client.post("/api/v1/webhooks", {"url": endpoint.url}, format="json")
+            assert created.status_code == 201, created.content
+        for i in range(THREADS + 2):
+            put(acme, f"/notes/{i}.md", f"Note {i}.")
+        wait_for(lambda: len(hanging.received) >= IN_FLIGHT, timeout=30)
+
+        written = globex.client.put("/api/v1/users/bob/documents/global/notes/a.md",
+                                    {"content": "Note."}, format="json")
+        assert written.status_code in (200, 201), written.content
+        wait_for(lambda: healthy.received, timeout=PATIENCE)
+        assert len(hanging.received) == IN_FLIGHT  # its share, no more
+
+        hanging.released.set()  # the rest go out as those end, each at its first attempt
+
+        def delivered() -> bool:
+            """every delivery of acme's events delivered"""
+            with tenant_context(acme.tenant.id):
+                rows = set(WebhookDelivery.objects.values_list("status", "attempts"))
+            return rows == {(DeliveryStatus.DELIVERED, 1)}
+
+        wait_for(delivered, timeout=30)
+    assert len(hanging.received) == THREADS + 2
