@@ -136,6 +136,8 @@ def post_status(url: str, *, body: bytes, headers: Mapping[str, str], timeout: f
         parsed = httpx.URL(url)  # as httpx sent it: IDNA host, percent-encoded path
         target = httpcore.URL(scheme=parsed.raw_scheme, host=parsed.raw_host,
                               port=parsed.port, target=parsed.raw_path)
+        # httpx's Host header: httpcore's own leaves an IPv6 address without its brackets.
+        headers = {"Host": httpx.Request("POST", parsed).headers["Host"], **headers}
         # httpx's TLS settings (certifi's roots, SSL_CERT_FILE), as before.
         with httpcore.ConnectionPool(network_backend=_CheckedBackend(allowed, deadline),
                                      ssl_context=httpx.create_ssl_context()) as pool, \

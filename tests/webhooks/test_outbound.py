@@ -9,6 +9,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -124,3 +125,37 @@ def test_a_certificate_for_another_name_is_refused(acme, globex, settings, autho
         assert deliver(acme, delivery_of(acme).pk) == DeliveryStatus.PENDING
     assert receiver.received == []
     assert "certificate" in delivery_of(acme).last_error.lower()
+
+
+def test_an_ipv6_address_gets_its_brackets_in_the_host_header(acme, globex, settings) -> None:
+    """``Host: [::1]:PORT``, as httpx sent it; httpcore on its own wrote ``::1:PORT``."""
+    _timeout(settings, 5.0, private=True)
+    hosts: list[str] = []
+
+    class Recording(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # http.server's naming
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            hosts.append(self.headers.get("Host", ""))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    class V6Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+
+    try:
+        server = V6Server(("::1", 0), Recording)
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        create(acme, f"http://[::1]:{port}/hooks")
+        event(acme)
+        assert deliver(acme, delivery_of(acme).pk) == DeliveryStatus.DELIVERED
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert hosts == [f"[::1]:{port}"]
