@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.utils import timezone
 from pgvector.django import HalfVectorField
 
 from memoryhub.identifiers import uuid7
@@ -447,6 +448,13 @@ class WebhookDelivery(TenantOwned):
     # against the endpoint's WEBHOOK_MAX_IN_FLIGHT.
     sending_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    @property
+    def sending(self) -> bool:
+        """An attempt is out now (its lease has not run out): the dashboard says so, where
+        ``next_attempt_at`` would read as a time it is due."""
+        return (self.status == DeliveryStatus.PENDING and self.sending_until is not None
+                and self.sending_until > timezone.now())
 
     class Meta(TenantOwned.Meta):
         constraints = [

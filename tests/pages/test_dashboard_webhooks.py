@@ -82,6 +82,21 @@ def test_the_page_shows_endpoints_and_their_deliveries_of_this_tenant_only(
     assert "Every delivery has failed since" not in shown  # the later success cleared it
 
 
+def test_a_delivery_whose_attempt_is_out_says_it_is_being_sent(acme, acme_team) -> None:
+    """Its ``next_attempt_at`` is the lease's end then, not a time it is due."""
+    from memoryhub.services.webhooks import _claim
+
+    with webhook_receiver() as receiver:
+        created = endpoint(acme, receiver.url)
+        write(acme, "/a.md")
+        with tenant_context(acme.tenant.id):  # what a send does before it posts
+            assert not isinstance(_claim(delivery_id=WebhookDelivery.objects.get().pk,
+                                         now=timezone.now()), str)
+    html = signed_in(acme_team.admin).get("/t/acme/webhooks").content.decode()
+    row = " ".join(re.sub(r"<.*?>", " ", card(html, created["id"])).split())
+    assert "sending now, waiting for the answer" in row and "due" not in row
+
+
 def test_why_it_was_switched_off_and_switching_it_on_again(
     acme, globex, acme_team, globex_team,
 ) -> None:
