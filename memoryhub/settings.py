@@ -465,7 +465,7 @@ MEMORYHUB_WEBHOOKS = {
     "allow_private_urls": env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", DEBUG),
     # Attempts one endpoint may have out at once: an endpoint that hangs holds at most this
     # many of the webhooks worker's threads, and every other tenant's deliveries go on.
-    "max_in_flight": int(os.environ.get("WEBHOOK_MAX_IN_FLIGHT", "4")),
+    "max_in_flight": max(1, int(os.environ.get("WEBHOOK_MAX_IN_FLIGHT", "4"))),  # 0 sent none
 }
 
 # --- Security --------------------------------------------------------------------------------

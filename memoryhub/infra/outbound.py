@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import httpcore
 import httpx
@@ -94,7 +96,7 @@ class _CheckedBackend(httpcore.NetworkBackend):
                     local_address: str | None = None,
                     socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
                     ) -> httpcore.NetworkStream:
-        addresses = _addresses(host, port)
+        addresses = _addresses(host, port, self._deadline)
         for address in addresses:
             if not self._allowed(address):
                 raise AddressRefused(host, address)  # any: the next lookup may pick it
@@ -118,12 +120,36 @@ class _CheckedBackend(httpcore.NetworkBackend):
         time.sleep(seconds)
 
 
-def _addresses(host: str, port: int) -> list[str]:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise Unreachable(f"{host} does not resolve") from exc
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))  # once each, in order
+def _addresses(host: str, port: int, deadline: _Deadline) -> list[str]:
+    """The host's addresses, looked up within the deadline. In a thread of its own: glibc's
+    lookup cannot be given a timeout, and a name server of the tenant's that answers slowly
+    held it up to 30 s, past the attempt's lease. A lookup given up on ends on its own."""
+    found: list[Any] = []
+
+    def lookup() -> None:
+        try:
+            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except (OSError, UnicodeError) as exc:  # gaierror is an OSError
+            found.append(exc)
+
+    thread = threading.Thread(target=lookup, daemon=True, name="webhook-dns")
+    thread.start()
+    thread.join(deadline.left(None))
+    if not found:
+        raise httpcore.ConnectTimeout(f"{host} did not resolve within the timeout")
+    if isinstance(found[0], Exception):
+        raise Unreachable(f"{host} does not resolve") from found[0]
+    return list(dict.fromkeys(str(info[4][0]) for info in found[0]))  # once each, in order
+
+
+def _host_header(url: httpx.URL) -> str:
+    """httpx's Host header, from the URL's bytes as sent: an IPv6 address in brackets (which
+    httpcore's own header left out), the port when not the scheme's. Not ``url.host``: that
+    decodes an IDNA name, and a malformed one (``xn--``) raised past every handler."""
+    host = url.raw_host.decode("ascii")
+    if ":" in host:
+        host = f"[{host}]"
+    return host if url.port is None else f"{host}:{url.port}"
 
 
 def post_status(url: str, *, body: bytes, headers: Mapping[str, str], timeout: float,
@@ -136,8 +162,7 @@ def post_status(url: str, *, body: bytes, headers: Mapping[str, str], timeout: f
         parsed = httpx.URL(url)  # as httpx sent it: IDNA host, percent-encoded path
         target = httpcore.URL(scheme=parsed.raw_scheme, host=parsed.raw_host,
                               port=parsed.port, target=parsed.raw_path)
-        # httpx's Host header: httpcore's own leaves an IPv6 address without its brackets.
-        headers = {"Host": httpx.Request("POST", parsed).headers["Host"], **headers}
+        headers = {"Host": _host_header(parsed), **headers}
         # httpx's TLS settings (certifi's roots, SSL_CERT_FILE), as before.
         with httpcore.ConnectionPool(network_backend=_CheckedBackend(allowed, deadline),
                                      ssl_context=httpx.create_ssl_context()) as pool, \
@@ -147,5 +172,5 @@ def post_status(url: str, *, body: bytes, headers: Mapping[str, str], timeout: f
     except httpcore.TimeoutException as exc:
         raise NoAnswer() from exc
     except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol,
-            httpx.InvalidURL, OSError) as exc:
+            httpx.InvalidURL, OSError, ValueError) as exc:  # ValueError: UnicodeError, IDNA
         raise Unreachable(str(exc) or type(exc).__name__) from exc

@@ -50,8 +50,11 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
@@ -67,7 +70,11 @@ from memoryhub.models import (
     WebhookEndpoint,
 )
 from memoryhub.numbers import parse_natural
-from memoryhub.store.webhooks import webhook_attempts_out, webhook_endpoints_hold
+from memoryhub.store.webhooks import (
+    webhook_attempts_out,
+    webhook_claims_order,
+    webhook_endpoints_hold,
+)
 from tenants.context import tenant_context
 from tenants.models import Tenant
 from tenants.services import audit_record, tenant_row_lock
@@ -132,10 +139,23 @@ def event_payload(event: MemoryEvent) -> bytes:
 # --- URLs ----------------------------------------------------------------------------------
 
 
+# IPv6 prefixes whose last 32 bits are the IPv4 address reached: NAT64's well-known prefix
+# and the deprecated IPv4-compatible addresses (Python's is_global looks at the IPv6 side).
+_EMBEDDING_V4 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("::/96"))
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: a network's own translator
+
+
 def _address_allowed(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(
+        address.split("%", 1)[0])  # drop an IPv6 zone id
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.is_site_local or ip in _LOCAL_NAT64:
+            return False
+        embedded = ip.ipv4_mapped or ip.sixtofour or next(
+            (ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) for net in _EMBEDDING_V4 if ip in net),
+            None)
+        if embedded is not None:
+            ip = embedded
     return ip.is_global and not ip.is_multicast
 
 
@@ -146,6 +166,10 @@ def webhook_url_check(url: str, *, resolve: bool = True) -> None:
         raise WebhookUrlError("The URL must be http:// or https:// with a host.")
     if parts.username or parts.password:
         raise WebhookUrlError("Put no credentials in the URL; verify the signature instead.")
+    try:
+        httpx.URL(url).host  # noqa: B018 - decodes the name: a malformed IDNA one ("xn--") raises
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise WebhookUrlError(f"The host {echo(parts.hostname)} is not a valid name.") from exc
     if _config()["allow_private_urls"] or not resolve:
         return
     try:
@@ -269,12 +293,16 @@ def _enqueue(*, tenant_id: int, delivery_id: int, countdown: float = 0) -> None:
 
 def deliveries_due(*, now: datetime, limit: int) -> list[int]:
     """Pending deliveries due more than WEBHOOKS_SWEEP_GRACE ago (a minute: their own
-    message should have run)."""
+    message should have run), the oldest WEBHOOK_MAX_IN_FLIGHT of each endpoint."""
     grace = timedelta(seconds=settings.WEBHOOKS_SWEEP_GRACE)
+    # At most an endpoint's share of attempts each: more would only be deferred, and one
+    # endpoint's backlog (one that hangs) filled every batch while others' waited.
+    ranked = WebhookDelivery.objects.filter(
+        status=DeliveryStatus.PENDING, next_attempt_at__lt=now - grace
+    ).annotate(rank=Window(RowNumber(), partition_by=[F("endpoint_id")],
+                           order_by=F("next_attempt_at").asc()))
     return list(
-        WebhookDelivery.objects.filter(
-            status=DeliveryStatus.PENDING, next_attempt_at__lt=now - grace
-        )
+        ranked.filter(rank__lte=_config()["max_in_flight"])
         .order_by("next_attempt_at")
         .values_list("id", flat=True)[:limit]
     )
@@ -357,8 +385,12 @@ def webhook_deliver(*, tenant_id: int, delivery_id: int) -> str:
         claim = _claim(delivery_id=delivery_id, now=timezone.now())
     if isinstance(claim, str):
         return claim
-    attempt = _post(endpoint=claim.endpoint, body=claim.body, event_type=claim.event_type,
-                    delivery_id=str(claim.seq))  # the tenant's own number, like event ids
+    try:
+        attempt = _post(endpoint=claim.endpoint, body=claim.body, event_type=claim.event_type,
+                        delivery_id=str(claim.seq))  # the tenant's own number, like event ids
+    except Exception:  # a bug: recorded as a failed attempt, so the claim is settled
+        logger.exception("webhook delivery %s: the attempt failed unexpectedly", delivery_id)
+        attempt = Attempt(None, "the attempt failed inside MemoryHub; it is retried")
     with tenant_context(tenant_id):
         return _settle(claim=claim, attempt=attempt)
 
@@ -401,9 +433,12 @@ def _settle(*, claim: _Claim, attempt: Attempt) -> str:
     it: that one records its own attempt)."""
     if not webhook_endpoints_hold(ids=[claim.endpoint.pk]):
         return "skipped"
-    _send_next(endpoint_id=claim.endpoint.pk)  # this attempt's place is free
     delivery = (WebhookDelivery.objects.select_for_update(of=("self",))
                 .filter(pk=claim.delivery_id).first())
+    # After the claims counting this attempt as out: one deferred meanwhile is committed,
+    # and found here. (Row, then claim lock: the order of a claim.)
+    webhook_claims_order(endpoint_id=claim.endpoint.pk)
+    _send_next(endpoint_id=claim.endpoint.pk)  # this attempt's place is free
     if delivery is None:
         return "skipped"
     if delivery.sending_until != claim.lease_until or delivery.status not in (

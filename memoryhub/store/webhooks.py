@@ -49,14 +49,20 @@ _ATTEMPTS_OUT = (
 )
 
 
-def webhook_attempts_out(*, endpoint_id: int, now: datetime) -> int:
-    """The endpoint's attempts out (leases not run out at ``now``), counted once this
-    transaction holds the endpoint's claim lock, to its end: claims to one endpoint count one
-    after another, each seeing the leases committed before it (two statements, since a
-    statement's snapshot is taken before it waits)."""
-    tenant = tenant_id()
+def webhook_claims_order(*, endpoint_id: int) -> None:
+    """Take the endpoint's claim lock until this transaction ends: claims to one endpoint, and
+    the ends of its attempts, go one after another (memoryhub.services.webhooks)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)",
                        [_CLAIMS_NAMESPACE, endpoint_id & 0x7FFFFFFF])  # two int4 keys
+
+
+def webhook_attempts_out(*, endpoint_id: int, now: datetime) -> int:
+    """The endpoint's attempts out (leases not run out at ``now``), counted once this
+    transaction holds the endpoint's claim lock: each claim sees the leases committed before
+    it (two statements, since a statement's snapshot is taken before it waits)."""
+    tenant = tenant_id()
+    webhook_claims_order(endpoint_id=endpoint_id)
+    with connection.cursor() as cursor:
         cursor.execute(_ATTEMPTS_OUT, [tenant, endpoint_id, now])
         return int(cursor.fetchone()[0])

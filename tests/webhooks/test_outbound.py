@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import trustme
 
+from memoryhub.infra.outbound import NoAnswer, Unreachable, post_status
 from memoryhub.models import DeliveryStatus
 from tests.webhooks.receiver import webhook_receiver
 from tests.webhooks.test_webhooks import create, deliver, delivery_of, event
@@ -159,3 +160,27 @@ def test_an_ipv6_address_gets_its_brackets_in_the_host_header(acme, globex, sett
         server.shutdown()
         server.server_close()
     assert hosts == [f"[::1]:{port}"]
+
+
+@pytest.mark.parametrize("url", ["http://xn--/hook", "http://xn--zz.example/hook"])
+def test_a_malformed_idna_name_is_unreachable_not_a_crash(url: str) -> None:
+    """Decoding it for the Host header raised idna's error past every handler: the task died
+    after its claim, and nothing recorded the attempt."""
+    with pytest.raises(Unreachable):
+        post_status(url, body=b"{}", headers={}, timeout=2.0, allowed=lambda address: True)
+
+
+def test_a_name_server_that_does_not_answer_is_no_answer_within_the_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lookup counts against the timeout: glibc's could take 30 s, past the lease."""
+    real = socket.getaddrinfo
+
+    def slow(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "slow-dns.test":
+            time.sleep(3)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    with pytest.raises(NoAnswer):  # waited for, the lookup ends in "does not resolve"
+        post_status("http://slow-dns.test/hook", body=b"{}", headers={}, timeout=0.5,
+                    allowed=lambda address: True)

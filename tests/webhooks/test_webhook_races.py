@@ -20,12 +20,13 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from memoryhub.models import Actor, MemoryEvent, WebhookDelivery, WebhookEndpoint
 from memoryhub.services.people import end_user_forget
 from memoryhub.services.webhooks import webhook_deliver
 from tenants.context import tenant_context
-from tests.elsewhere import Elsewhere
+from tests.elsewhere import Elsewhere, in_thread
 from tests.webhooks.receiver import private_urls_allowed, webhook_receiver  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.django_db(transaction=True),
@@ -283,3 +284,51 @@ def test_two_admins_creating_the_last_endpoint_at_once_make_one(acme, globex) ->
     other[0].join(10)
     assert sorted([first.status_code, other[0].result]) == [201, 422]
     assert len(_left(acme)[0]) == MAX_ENDPOINTS and len(_left(globex)[0]) == 1
+
+
+def test_a_send_deferred_while_the_last_attempt_out_ends_is_sent_when_it_ends(
+        acme, settings) -> None:
+    """WEBHOOK_MAX_IN_FLIGHT 1. An attempt ends, finding nothing waiting, and before it has
+    committed a new event's send counts it as still out and defers. Nothing was left to send
+    the new one but the sweep, minutes later. The end of an attempt now holds the endpoint's
+    claim lock from before it looks for the next: the new send waits, then goes."""
+    from memoryhub.services.webhooks import Attempt, _claim, _settle
+
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "max_in_flight": 1}
+    with webhook_receiver() as receiver:
+        _hook(acme, receiver.url)
+        assert acme.client.post("/api/v1/users/alice/memory", WRITE,
+                                format="json").status_code == 200
+        with tenant_context(acme.tenant.id):
+            first = WebhookDelivery.objects.get().pk
+            out = _claim(delivery_id=first, now=timezone.now())
+        assert not isinstance(out, str)
+        racing: list[Elsewhere] = []
+
+        def new_event_as_it_ends(execute: Any, sql: str, params: Any, many: bool,
+                                 context: Any) -> Any:
+            result = execute(sql, params, many, context)
+            if ('"next_attempt_at" <=' in sql and WebhookDelivery._meta.db_table in sql
+                    and not racing):
+                # The ending attempt has looked for the next delivery waiting: none yet. A
+                # write elsewhere records a new event now.
+                assert in_thread(lambda: acme.client_with(acme.key).post(
+                    "/api/v1/users/alice/memory", {**WRITE, "path": "/memories/b.md"},
+                    format="json").status_code) == 200
+                second = in_thread(lambda: _other_delivery(acme, first))
+                racing.append(Elsewhere(lambda: webhook_deliver(
+                    tenant_id=acme.tenant.id, delivery_id=second)).as_far_as_it_gets())
+            return result
+
+        with tenant_context(acme.tenant.id), connection.execute_wrapper(new_event_as_it_ends):
+            assert _settle(claim=out, attempt=Attempt(200, "")) == "delivered"
+        assert racing, "the ending attempt never looked for the next"
+        racing[0].join(10)
+        assert racing[0].error is None, racing[0].error
+        assert racing[0].result == "delivered"  # not "deferred", with nobody left to send it
+    assert len(receiver.received) == 1  # the second's; the first was only settled here
+
+
+def _other_delivery(kit: Any, first: int) -> int:
+    with tenant_context(kit.tenant.id):
+        return WebhookDelivery.objects.exclude(pk=first).get().pk

@@ -123,6 +123,13 @@ def test_validation(acme, globex, settings) -> None:
         ({"url": "http://127.0.0.1:9/x"}, "invalid_url"),  # private addresses: SSRF
         ({"url": "http://169.254.169.254/latest"}, "invalid_url"),
         ({"url": "https://user:pw@hooks.example.com"}, "invalid_url"),
+        # IPv6 addresses that reach private IPv4 ones, or a site's own network:
+        ({"url": "http://[64:ff9b::a00:1]/x"}, "invalid_url"),  # NAT64 to 10.0.0.1
+        ({"url": "http://[2002:a00:1::1]/x"}, "invalid_url"),  # 6to4 of 10.0.0.1
+        ({"url": "http://[::7f00:1]/x"}, "invalid_url"),  # IPv4-compatible 127.0.0.1
+        ({"url": "http://[fec0::1]/x"}, "invalid_url"),  # site-local
+        ({"url": "http://[64:ff9b:1::1]/x"}, "invalid_url"),  # a local NAT64
+        ({"url": "https://xn--zz.example.com/x"}, "invalid_url"),  # not a valid IDNA name
     ]
     for body, code in bad:
         response = acme.client.post("/api/v1/webhooks", body, format="json")
@@ -360,6 +367,32 @@ def test_a_lease_run_out_is_sent_again_and_the_late_answer_is_not_recorded(
     assert (delivered.status, delivered.attempts, delivered.last_status) == (
         DeliveryStatus.DELIVERED, 1, 200)
     assert len(receiver.received) == 1
+
+
+def test_the_sweep_takes_each_endpoints_share_not_one_endpoints_backlog(
+    acme, globex, settings,
+) -> None:
+    """An endpoint that hangs piles up overdue deliveries; the sweep's batch took them
+    oldest first, all of them to be deferred again, and another endpoint's lost message
+    waited for the backlog. Each endpoint now gets its WEBHOOK_MAX_IN_FLIGHT oldest."""
+    from memoryhub.services.webhooks import deliveries_due
+
+    settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS, "allow_private_urls": True,
+                                   "max_in_flight": 2}
+    backlog = create(acme, "http://127.0.0.1:9/hanging")
+    for n in range(5):
+        event(acme, path=f"/{n}.md")
+    other = create(acme, "http://127.0.0.1:9/other", event_types=["memory.pressure"])
+    with tenant_context(acme.tenant.id):
+        pressure_event(tenant_id=acme.tenant.id, user_id="alice", actor="app", scope="global",
+                       scope_key="", used_bytes=10, limit_bytes=10)
+    overdue(acme)  # five minutes late; the other endpoint's two minutes, the latest
+    with tenant_context(acme.tenant.id):
+        WebhookDelivery.objects.filter(endpoint_id=other["id"]).update(
+            next_attempt_at=timezone.now() - timedelta(minutes=2))
+        by_endpoint = dict(WebhookDelivery.objects.values_list("pk", "endpoint_id"))
+        due = deliveries_due(now=timezone.now(), limit=3)
+    assert sorted(by_endpoint[pk] for pk in due) == sorted([backlog["id"]] * 2 + [other["id"]])
 
 
 def test_an_endless_answer_is_not_read(acme, globex, private_urls_allowed) -> None:
