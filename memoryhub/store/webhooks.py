@@ -52,6 +52,7 @@ _ATTEMPTS_OUT = (
 def webhook_claims_order(*, endpoint_id: int) -> None:
     """Take the endpoint's claim lock until this transaction ends: claims to one endpoint, and
     the ends of its attempts, go one after another (memoryhub.services.webhooks)."""
+    tenant_id()  # fails closed without a tenant, like every statement here
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)",
                        [_CLAIMS_NAMESPACE, endpoint_id & 0x7FFFFFFF])  # two int4 keys
