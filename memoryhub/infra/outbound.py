@@ -30,7 +30,7 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["AddressRefused", "NoAnswer", "Unreachable", "post_status"]
+__all__ = ["AddressRefused", "NoAnswer", "Unreachable", "addresses_of", "post_status"]
 
 
 class AddressRefused(Exception):
@@ -140,6 +140,15 @@ def _addresses(host: str, port: int, deadline: _Deadline) -> list[str]:
     if isinstance(found[0], Exception):
         raise Unreachable(f"{host} does not resolve") from found[0]
     return list(dict.fromkeys(str(info[4][0]) for info in found[0]))  # once each, in order
+
+
+def addresses_of(host: str, port: int, *, timeout: float) -> list[str]:
+    """The host's addresses, looked up within ``timeout`` seconds (a webhook URL's check at
+    its creation). Raises Unreachable, or NoAnswer when the lookup takes longer."""
+    try:
+        return _addresses(host, port, _Deadline(timeout))
+    except httpcore.TimeoutException as exc:
+        raise NoAnswer() from exc
 
 
 def _host_header(url: httpx.URL) -> str:

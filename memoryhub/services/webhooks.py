@@ -41,7 +41,6 @@ import ipaddress
 import json
 import logging
 import secrets
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,7 +59,13 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from memoryhub.errors import echo
 from memoryhub.infra.jobs import DELIVER_WEBHOOK
-from memoryhub.infra.outbound import AddressRefused, NoAnswer, Unreachable, post_status
+from memoryhub.infra.outbound import (
+    AddressRefused,
+    NoAnswer,
+    Unreachable,
+    addresses_of,
+    post_status,
+)
 from memoryhub.infra.publisher import job_enqueue_soon
 from memoryhub.models import (
     DeliveryStatus,
@@ -172,13 +177,14 @@ def webhook_url_check(url: str, *, resolve: bool = True) -> None:
         raise WebhookUrlError(f"The host {echo(parts.hostname)} is not a valid name.") from exc
     if _config()["allow_private_urls"] or not resolve:
         return
-    try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
+    try:  # the lookup a delivery makes, bounded the same way
+        addresses = addresses_of(parts.hostname, parts.port or 443,
+                                 timeout=_config()["timeout"])
+    except (Unreachable, NoAnswer) as exc:
         raise WebhookUrlError(f"The host {echo(parts.hostname)} does not resolve.") from exc
-    for info in infos:
-        if not _address_allowed(str(info[4][0])):
-            raise WebhookUrlError(_refused(parts.hostname, str(info[4][0])))
+    for address in addresses:
+        if not _address_allowed(address):
+            raise WebhookUrlError(_refused(parts.hostname, address))
 
 
 def _refused(host: str, address: str) -> str:
