@@ -19,6 +19,7 @@ from pgvector.django import HalfVectorField
 from memoryhub.identifiers import uuid7
 from memoryhub.infra.embeddings.base import PROVIDER_KEY_MAX
 from tenants.managers import TenantOwned
+from tenants.references import SameTenant
 from tenants.rls import TenantRowLevelSecurity
 
 EMBEDDING_DIMENSION = 384  # fixed per deployment; a change needs a migration and `reembed`
@@ -55,6 +56,7 @@ class EndUser(TenantOwned):
     class Meta(TenantOwned.Meta):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "user_id"], name="enduser_unique_user_id"),
+            models.UniqueConstraint(fields=["tenant", "id"], name="enduser_tenant_key"),
             TenantRowLevelSecurity(
                 name="enduser_rls",
                 # A signed-in account finds the end users linked to it, in any tenant.
@@ -106,6 +108,8 @@ class MemoryDocument(TenantOwned):
                 fields=["tenant", "end_user", "scope", "scope_key", "path"],
                 name="document_unique_path",
             ),
+            models.UniqueConstraint(fields=["tenant", "id"], name="document_tenant_key"),
+            SameTenant(field="end_user", name="document_end_user_same_tenant"),
             models.CheckConstraint(
                 condition=models.Q(confidence__gte=0) & models.Q(confidence__lte=1),
                 name="document_confidence_range",
@@ -150,6 +154,8 @@ class Passage(TenantOwned):
             models.UniqueConstraint(
                 fields=["tenant", "document", "ordinal"], name="passage_unique_ordinal"
             ),
+            SameTenant(field="document", name="passage_document_same_tenant"),
+            SameTenant(field="end_user", name="passage_end_user_same_tenant"),
             TenantRowLevelSecurity(name="passage_rls"),
         ]
         indexes = [
@@ -200,7 +206,11 @@ class Conversation(TenantOwned):
     augmented_seq = models.PositiveIntegerField(default=0)
 
     class Meta(TenantOwned.Meta):
-        constraints = [TenantRowLevelSecurity(name="conversation_rls")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "id"], name="conversation_tenant_key"),
+            SameTenant(field="end_user", name="conversation_end_user_same_tenant"),
+            TenantRowLevelSecurity(name="conversation_rls"),
+        ]
         indexes = [
             # Capture: the session's latest conversation; reads of one session's conversations.
             models.Index(fields=["tenant", "end_user", "session_id", "id"],
@@ -260,6 +270,8 @@ class Message(TenantOwned):
                 fields=["tenant", "end_user", "session_id", "client_id"],
                 condition=~models.Q(client_id=""), name="message_unique_client_id",
             ),
+            SameTenant(field="end_user", name="message_end_user_same_tenant"),
+            SameTenant(field="conversation", name="message_conversation_same_tenant"),
             TenantRowLevelSecurity(name="message_rls"),
         ]
         indexes = [
@@ -299,6 +311,7 @@ class MemoryEvent(TenantOwned):
         constraints = [
             # The feed's order and cursor (a unique B-tree on both).
             models.UniqueConstraint(fields=["tenant", "seq"], name="event_tenant_seq"),
+            models.UniqueConstraint(fields=["tenant", "id"], name="event_tenant_key"),
             TenantRowLevelSecurity(name="event_rls"),
         ]
         indexes = [
@@ -343,6 +356,7 @@ class WriteTally(TenantOwned):
     class Meta(TenantOwned.Meta):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "end_user", "key"], name="tally_unique_key"),
+            SameTenant(field="end_user", name="tally_end_user_same_tenant"),
             TenantRowLevelSecurity(name="tally_rls"),
         ]
 
@@ -382,6 +396,7 @@ class PortalLink(TenantOwned):
     class Meta(TenantOwned.Meta):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "nonce"], name="portallink_unique_nonce"),
+            SameTenant(field="end_user", name="portallink_end_user_same_tenant"),
             TenantRowLevelSecurity(name="portallink_rls"),
         ]
 
@@ -409,7 +424,10 @@ class WebhookEndpoint(TenantOwned):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta(TenantOwned.Meta):
-        constraints = [TenantRowLevelSecurity(name="webhookendpoint_rls")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "id"], name="webhookendpoint_tenant_key"),
+            TenantRowLevelSecurity(name="webhookendpoint_rls"),
+        ]
         indexes = [models.Index(fields=["tenant", "created_at"], name="webhook_tenant_created")]
 
     def __str__(self) -> str:
@@ -462,6 +480,8 @@ class WebhookDelivery(TenantOwned):
                 fields=["tenant", "endpoint", "event"], name="delivery_unique_event"
             ),
             models.UniqueConstraint(fields=["tenant", "seq"], name="delivery_tenant_seq"),
+            SameTenant(field="endpoint", name="delivery_endpoint_same_tenant"),
+            SameTenant(field="event", name="delivery_event_same_tenant"),
             TenantRowLevelSecurity(name="webhookdelivery_rls"),
         ]
         indexes = [
@@ -543,6 +563,7 @@ class Fact(TenantOwned):
                 condition=models.Q(confidence__gte=0) & models.Q(confidence__lte=1),
                 name="fact_confidence_range",
             ),
+            SameTenant(field="end_user", name="fact_end_user_same_tenant"),
             TenantRowLevelSecurity(name="fact_rls"),
         ]
         indexes = [
@@ -579,7 +600,10 @@ class FactVersion(TenantOwned):
     at = models.DateTimeField()
 
     class Meta(TenantOwned.Meta):
-        constraints = [TenantRowLevelSecurity(name="factversion_rls")]
+        constraints = [
+            SameTenant(field="end_user", name="factversion_end_user_same_tenant"),
+            TenantRowLevelSecurity(name="factversion_rls"),
+        ]
         indexes = [
             models.Index(fields=["tenant", "end_user", "fact_id", "id"], name="factversion_fact"),
         ]
@@ -600,6 +624,7 @@ class FactSourceKey(TenantOwned):
     class Meta(TenantOwned.Meta):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "end_user", "key"], name="factsourcekey_unique"),
+            SameTenant(field="end_user", name="factsourcekey_end_user_same_tenant"),
             TenantRowLevelSecurity(name="factsourcekey_rls"),
         ]
 
