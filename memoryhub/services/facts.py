@@ -37,6 +37,7 @@ from memoryhub.augmentation.base import Candidate, candidate_key
 from memoryhub.errors import FactTooLarge, NotText, VersionMismatch
 from memoryhub.facts import MAX_FACT_BYTES, OPPOSITES, contradicts, normalized_text, same_object
 from memoryhub.models import Actor, EndUser, Fact, FactEvent, FactSourceKey, FactVersion, Message
+from memoryhub.selectors.conversations import parse_uuid
 from memoryhub.selectors.documents import memory_disabled_reason
 from memoryhub.services.documents import credential_check, memory_disabled_error, text_check
 from memoryhub.services.events import fact_changed_event
@@ -345,8 +346,11 @@ def facts_sources_drop(*, user_id: str, message_ids: Sequence[UUID | str], actor
             _history(fact, FactEvent.DELETED, actor)
             _changed(fact, user_id=user_id, actor=actor, change=FactEvent.DELETED)
             continue
-        conversation_id = (Message.objects.filter(id=kept[0])
-                           .values_list("conversation_id", flat=True).first())
+        # The API takes any string as a source message id (the app's own, "m-1"): one that is
+        # no id of ours names no message, and so no conversation.
+        first = parse_uuid(kept[0])
+        conversation_id = None if first is None else (
+            Message.objects.filter(id=first).values_list("conversation_id", flat=True).first())
         fact.source = _source(str(conversation_id) if conversation_id else None, kept)
         fact.version += 1
         fact.updated_by = actor

@@ -60,3 +60,18 @@ def test_retention_removes_the_facts_of_the_conversations_it_deletes(acme) -> No
         assert conversations_expired_purge(tenant=acme.tenant, now=timezone.now()) == 1
         assert not Conversation.objects.filter(id=old).exists()
         assert list(Fact.objects.values_list("object", flat=True)) == ["hiking"]
+
+
+def test_a_fact_that_also_names_a_message_id_of_the_apps_own_keeps_it(acme) -> None:
+    # The facts API takes any string as a source message id (the app's own, such as "m-1"):
+    # deleting the conversation of the fact's other message must not read it as one of ours.
+    conversation = capture(acme, "hello there")
+    message = acme.client.get(f"/api/v1/users/{USER}/sessions/s1/messages").json()["messages"][0]
+    made = acme.client.post(FACTS, {"content": "User says hello", "source": {
+        "conversation_id": conversation, "message_ids": ["m-1", message["id"]]}}, format="json")
+    assert made.status_code == 201, made.content
+
+    _delete(acme, conversation)
+
+    kept = acme.client.get(f"{FACTS}/{made.json()['id']}").json()
+    assert kept["source"] == {"conversation_id": None, "message_ids": ["m-1"]}
