@@ -75,3 +75,20 @@ def test_a_fact_that_also_names_a_message_id_of_the_apps_own_keeps_it(acme) -> N
 
     kept = acme.client.get(f"{FACTS}/{made.json()['id']}").json()
     assert kept["source"] == {"conversation_id": None, "message_ids": ["m-1"]}
+
+
+def test_an_apps_fact_that_augmentation_merged_a_message_into_stays(acme) -> None:
+    # Augmentation took nothing from the conversation but a source: the fact is the app's.
+    made = acme.client.post(FACTS, {"content": "User likes jazz"}, format="json").json()
+    conversation = capture(acme, "I like jazz.")
+    augment(acme, conversation)
+    merged = acme.client.get(f"{FACTS}/{made['id']}").json()
+    assert merged["source"]["conversation_id"] == conversation
+    assert len(merged["source"]["message_ids"]) == 1
+
+    _delete(acme, conversation)
+
+    kept = acme.client.get(f"{FACTS}/{made['id']}")
+    assert kept.status_code == 200, kept.content
+    assert kept.json()["source"] == {"conversation_id": None, "message_ids": []}
+    assert kept.json()["content"] == "User likes jazz"
