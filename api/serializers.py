@@ -697,18 +697,27 @@ FACT_CONTENT = {"pattern": text_pattern(blank=False), "maxLength": MAX_FACT_BYTE
 class FactCreateSerializer(serializers.Serializer):
     content = StrictStringField(raw_text=True, openapi=FACT_CONTENT,
                                 help_text=f"at most {MAX_FACT_BYTES:,} bytes of text, not blank")
-    type = serializers.ChoiceField(choices=list(FACT_TYPES), default="fact")
+    # Every optional field may be null, meaning "not given": a client that sends the fact's
+    # own shape back (``"process": null, "invalid_at": null``) creates it as it reads.
+    type = serializers.ChoiceField(choices=list(FACT_TYPES), default="fact", allow_null=True)
     subject = StrictStringField(required=False, allow_null=True, max_length=200)
     predicate = StrictStringField(required=False, allow_null=True, max_length=200)
     object = StrictStringField(required=False, allow_null=True, max_length=500)
     process = IdentifierField(USER_ID, empty_is_absent=True, required=False, allow_null=True)
-    confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0, default=1.0)
-    valid_at = serializers.DateTimeField(required=False, help_text="default: now")
-    source = FactSourceInput(required=False)  # type: ignore[assignment]  # a field, not Field.source
+    confidence = StrictFloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0,
+                                  default=1.0)
+    valid_at = serializers.DateTimeField(required=False, allow_null=True, help_text="default: now")
+    invalid_at = serializers.DateTimeField(
+        required=False, allow_null=True,
+        help_text="no longer true since then (a fact of the past); default: null, true now")
+    source = FactSourceInput(required=False, allow_null=True)  # type: ignore[assignment]  # a field, not Field.source
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         reject_unknown_fields(self)
-        return attrs
+        for name, default in (("type", "fact"), ("confidence", 1.0)):
+            if attrs.get(name) is None:
+                attrs[name] = default
+        return {name: value for name, value in attrs.items() if value is not None}
 
 
 class FactPatchSerializer(serializers.Serializer):

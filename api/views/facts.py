@@ -143,6 +143,7 @@ class FactListView(TenantAPIView):
                 predicate=data.get("predicate") or "", object=data.get("object") or "",
                 process=valid_process(process) if process else "",
                 confidence=data["confidence"], valid_at=data.get("valid_at"),
+                invalid_at=data.get("invalid_at"),
                 source={"conversation_id": source.get("conversation_id"),
                         "message_ids": list(source.get("message_ids") or [])},
             ),

@@ -146,7 +146,7 @@ def memory_recall(
         threshold=None if relaxed else threshold, ranking=ranking, now=now or timezone.now(),
         sources=sources, include_invalid=include_invalid,
     )
-    hits = _with_fact_sessions(hits)
+    hits = _with_fact_sessions(hits, end_user_id=end_user.pk)
     search_seconds = time.perf_counter() - started
     passing = [hit for hit in hits if hit.score >= threshold]
     return Recall(hits, recall_context(passing), embed_seconds, search_seconds)
@@ -194,8 +194,10 @@ def facts_recall(
             if record_id in facts]
 
 
-def _with_fact_sessions(hits: list[RecallHit]) -> list[RecallHit]:
-    """Facts' results with the session of their source conversation (None without one)."""
+def _with_fact_sessions(hits: list[RecallHit], *, end_user_id: int) -> list[RecallHit]:
+    """Facts' results with the session of their source conversation (None without one). Only
+    the person's own: an app may name any conversation as a fact's source, and another
+    person's session must not show through it."""
     wanted = set()
     for hit in hits:
         if hit.kind == "fact" and hit.conversation_id:
@@ -206,7 +208,8 @@ def _with_fact_sessions(hits: list[RecallHit]) -> list[RecallHit]:
     if not wanted:
         return hits
     sessions = {str(pk): session for pk, session in
-                Conversation.objects.filter(id__in=wanted).values_list("id", "session_id")}
+                Conversation.objects.filter(id__in=wanted, end_user_id=end_user_id)
+                .values_list("id", "session_id")}
     return [replace(hit, session_id=sessions.get(hit.conversation_id or ""))
             if hit.kind == "fact" else hit for hit in hits]
 

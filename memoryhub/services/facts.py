@@ -73,6 +73,7 @@ class FactInput:
     process: str = ""
     confidence: float = 1.0
     valid_at: datetime | None = None
+    invalid_at: datetime | None = None  # a fact that was true once (an import of history)
     source: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)  # the app's own (mem0's metadata)
 
@@ -126,17 +127,19 @@ def _insert(*, end_user: EndUser, data: FactInput, actor: str, invalid_at: datet
 
 
 def fact_create(*, tenant: Tenant, end_user: EndUser, data: FactInput, actor: str) -> tuple[Fact, bool]:
-    """Create a fact, or return the valid fact with the same normalised text (False)."""
+    """Create a fact, or return the valid fact with the same normalised text (False); a fact
+    that is no longer true (``invalid_at``) is always a new one, as augmentation's are."""
     reason = memory_disabled_reason(tenant=tenant, end_user=end_user, profile=None)
     if reason is not None:
         raise memory_disabled_error(reason)
     data.content = fact_content_check(data.content)
     data.metadata = metadata_checked(data.metadata, "metadata")
     credential_check(data.subject, data.predicate, data.object, *metadata_texts(data.metadata))
-    existing = _valid_duplicate(end_user, normalized_text(data.content))
-    if existing is not None:
-        return existing, False
-    fact = _insert(end_user=end_user, data=data, actor=actor)
+    if data.invalid_at is None:
+        existing = _valid_duplicate(end_user, normalized_text(data.content))
+        if existing is not None:
+            return existing, False
+    fact = _insert(end_user=end_user, data=data, actor=actor, invalid_at=data.invalid_at)
     _changed(fact, user_id=end_user.user_id, actor=actor, change=FactEvent.CREATED)
     return fact, True
 
@@ -355,7 +358,8 @@ def facts_sources_drop(*, user_id: str, message_ids: Sequence[UUID | str], actor
         # no id of ours names no message, and so no conversation.
         first = parse_uuid(kept[0]) if kept else None
         conversation_id = None if first is None else (
-            Message.objects.filter(id=first).values_list("conversation_id", flat=True).first())
+            Message.objects.filter(id=first, end_user_id=fact.end_user_id)
+            .values_list("conversation_id", flat=True).first())
         fact.source = _source(str(conversation_id) if conversation_id else None, kept)
         fact.version += 1
         fact.updated_by = actor

@@ -153,6 +153,27 @@ def test_bad_bodies_and_ids(acme) -> None:
     assert acme.client.get("/api/v1/users/bad%20id/facts").status_code == 400
 
 
+def test_a_fact_in_its_own_shape_with_nulls_is_created_as_it_reads(acme) -> None:
+    fact = create(acme, "User prefers dark mode", type=None, subject=None, predicate=None,
+                  object=None, process=None, confidence=None, valid_at=None, invalid_at=None,
+                  source=None)
+    assert (fact["type"], fact["confidence"], fact["invalid_at"]) == ("fact", 1.0, None)
+    assert fact["valid_at"] is not None and fact["source"]["message_ids"] == []
+
+
+
+def test_a_fact_of_the_past_is_created_no_longer_true_and_beside_a_valid_twin(acme) -> None:
+    valid = create(acme, "User lives in Paris")
+    past = create(acme, "User lives in Paris", valid_at="2020-01-01T00:00:00Z",
+                  invalid_at="2023-06-01T00:00:00Z")
+    assert past["id"] != valid["id"]
+    assert (past["valid_at"], past["invalid_at"]) == ("2020-01-01T00:00:00Z", "2023-06-01T00:00:00Z")
+    assert [f["id"] for f in acme.client.get(FACTS).json()["facts"]] == [valid["id"]]
+    everything = acme.client.get(FACTS, {"include_invalid": "true"}).json()["facts"]
+    assert {f["id"] for f in everything} == {valid["id"], past["id"]}
+    assert acme.client.get(f"{FACTS}/{past['id']}/history").json()["history"][0]["event"] == "created"
+
+
 def test_memory_off_for_the_person_refuses_a_new_fact(acme) -> None:
     acme.client.patch("/api/v1/users/alice", {"memory_enabled": False}, format="json")
     response = acme.client.post(FACTS, {"content": "User likes tea"}, format="json")

@@ -54,6 +54,13 @@ def test_facts_are_found_with_their_ids_source_and_stated_at_line(acme) -> None:
     assert "- User prefers dark mode. Stated at 2026-03-04 05:06:07\n" in body["context"]
 
 
+def test_a_fact_naming_another_persons_conversation_does_not_show_its_session(acme) -> None:
+    bobs = capture(acme, "Meeting notes for the merger.", user="bob", session="bob-private")
+    add_fact(acme, "User prefers dark mode", source={"conversation_id": bobs, "message_ids": []})
+    [hit] = recall(acme, "alice", query="dark mode", sources=["facts"]).json()["results"]
+    assert hit["conversation_id"] == bobs and hit["session_id"] is None
+
+
 def test_default_sources_are_documents_and_facts_not_messages(acme) -> None:
     capture(acme, "My favourite band is Radiohead.")
     put(acme, "alice", "/notes/music.md", "Alice listens to Radiohead on Sundays.")
