@@ -91,7 +91,8 @@ def messages_checked(raw: object, *, max_message_bytes: int | None) -> list[Inco
 
 def _message_checked(item: object, index: int, max_bytes: int | None) -> IncomingMessage:
     where = f"messages[{index}]"
-    if not isinstance(item, dict) or "role" not in item or "content" not in item:
+    # A null role or content is one "without" it, as a missing one (spec: invalid_message).
+    if not isinstance(item, dict) or item.get("role") is None or item.get("content") is None:
         raise CaptureRefusal("invalid_message", f"{where} must be an object with role and content.")
     unknown = set(item) - {"role", "content", "id", "created_at", "metadata"}
     if unknown:

@@ -98,6 +98,8 @@ BAD_BATCHES = {
     "invalid_role": ([user("ok"), {"role": "narrator", "content": "x"}], 400, "invalid_role"),
     "role missing": ([user("ok"), {"content": "x"}], 400, "invalid_message"),
     "content missing": ([user("ok"), {"role": "user"}], 400, "invalid_message"),
+    "role null": ([user("ok"), {"role": None, "content": "x"}], 400, "invalid_message"),
+    "content null": ([user("ok"), user(None)], 400, "invalid_message"),
     "not an object": ([user("ok"), "hello"], 400, "invalid_message"),
     "NUL": ([user("ok"), user("a\x00b")], 400, "not_text"),
     "content not a string": ([user("ok"), user(42)], 400, "not_text"),
