@@ -96,3 +96,29 @@ def test_a_reference_within_the_tenant_is_accepted(acme) -> None:
         DocumentRowFactory(tenant=acme.tenant, end_user=alice)
         with connection.cursor() as cursor:
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+def _definition(name: str) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = %s",
+                       [name])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def test_the_constraint_drops_and_adds_itself_as_the_migration_made_it(db) -> None:
+    """What a later migration would run (RemoveConstraint, AddConstraint, CreateModel) gives
+    the key migration 0013 made."""
+    [same] = [c for c in Message._meta.constraints if c.name == "message_conversation_same_tenant"]
+    made = _definition(same.name)
+    assert made == ("FOREIGN KEY (tenant_id, conversation_id) REFERENCES "
+                    "memoryhub_conversation(tenant_id, id) DEFERRABLE INITIALLY DEFERRED")
+    with transaction.atomic(), connection.schema_editor(atomic=False) as editor:
+        editor.remove_constraint(Message, same)
+        assert _definition(same.name) is None
+        editor.add_constraint(Message, same)
+        assert _definition(same.name) == made
+        assert same.constraint_sql(Message, editor) == ""  # inside CREATE TABLE: nothing...
+        assert editor.deferred_sql[-1] == same.create_sql(Message, editor)  # ...until its end
+        editor.deferred_sql.clear()
+        transaction.set_rollback(True)
