@@ -204,10 +204,15 @@ def augmentation_apply(batch: Batch, extraction: Extraction) -> int:
 
 def augmentation_failure_record(*, batch: Batch | None, conversation_id: str, error: str,
                                 malformed: bool, attempts: int) -> None:
-    """A run that failed after its last retry, for the dashboard; the cursor stays."""
-    user_id = batch.user_id if batch is not None else (
-        Conversation.objects.filter(id=conversation_id)
-        .values_list("end_user__user_id", flat=True).first() or "")
+    """A run that failed after its last retry, for the dashboard; the cursor stays. Under
+    the person's write lock, and only while the conversation exists: a run whose person was
+    forgotten (or whose conversation was deleted) while its model failed records nothing, so
+    no row naming them outlives the forget, and a forget that comes after removes this one."""
+    user_id = (Conversation.objects.filter(id=conversation_id)
+               .values_list("end_user__user_id", flat=True).first())
+    if (user_id is None or end_user_find(user_id=user_id, for_update=True) is None
+            or not Conversation.objects.filter(id=conversation_id).exists()):
+        return
     provider = batch.provider if batch is not None else settings.AUGMENTATION_PROVIDER
     AugmentationFailure.objects.create(
         tenant_id=current_tenant_id(), conversation_id=conversation_id, user_id=user_id,

@@ -11,6 +11,7 @@ from uuid import UUID
 from django.db import connection
 
 from memoryhub.models import AugmentationFailure
+from memoryhub.services.augmentation import augmentation_batch, augmentation_failure_record
 from memoryhub.web.selectors import conversations_waiting
 from tenants.context import tenant_context
 from tests.facts.chat_server import Reply
@@ -57,6 +58,23 @@ def test_forget_everything_removes_the_persons_failures(acme, llm) -> None:
         assert AugmentationFailure.objects.filter(user_id=USER).count() == 1
     assert acme.client.delete(f"/api/v1/users/{USER}").status_code == 204
     with tenant_context(acme.tenant.id):
+        assert not AugmentationFailure.objects.exists()
+
+
+def test_a_run_that_fails_after_its_person_was_forgotten_records_nothing_of_them(acme) -> None:
+    """The task reads its batch, the model fails for minutes (its timeouts and retries) while
+    the person is forgotten, then the run records its failure: nothing of the forgotten
+    person may come back (their user_id and the deleted conversation's id)."""
+    conversation = capture(acme, "I live in Lisbon.")
+    with tenant_context(acme.tenant.id):
+        batch = augmentation_batch(conversation_id=conversation)
+    assert acme.client.delete(f"/api/v1/users/{USER}").status_code == 204
+    with tenant_context(acme.tenant.id):
+        augmentation_failure_record(batch=batch, conversation_id=conversation,
+                                    error="ExtractionFailed: timed out", malformed=False,
+                                    attempts=7)
+        augmentation_failure_record(batch=None, conversation_id=conversation,
+                                    error="OperationalError: gone", malformed=False, attempts=7)
         assert not AugmentationFailure.objects.exists()
 
 
