@@ -2,8 +2,8 @@
 
 After a capture commits, ``augmentation_schedule`` enqueues one run for the conversation,
 ``AUGMENTATION_DEBOUNCE_SECONDS`` later; a capture that finds a run already scheduled (and
-not yet started: its key in the cache lives exactly as long as the countdown) enqueues
-nothing, so a burst of captures makes one run. Capture never waits for it: the process's
+not yet due: its key in the cache holds the time it is due) enqueues nothing, so a burst of
+captures makes one run. Capture never waits for it: the process's
 publisher thread enqueues (``run_publisher``), and the augmentation sweep
 (``memoryhub.tasks``) enqueues a run that was lost on the way.
 
@@ -30,6 +30,8 @@ later does not mine what was said while it was off.
 from __future__ import annotations
 
 import logging
+import math
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -77,13 +79,20 @@ def _enqueue(*, tenant_id: int, conversation_id: str) -> None:
 
 def _runs_schedule(runs: list[tuple[int, str]]) -> None:
     """Enqueue each conversation's run ``AUGMENTATION_DEBOUNCE_SECONDS`` from now, unless
-    one is scheduled and has not started (its key in the cache lives as long as the
-    countdown): a burst of captures makes one run."""
+    one is scheduled and has not started (its key in the cache holds the time it is due):
+    a burst of captures makes one run. The key lives whole seconds (Django's Redis cache
+    truncates a timeout to them: 0.5 s was no key at all), so its value, not its life, says
+    whether the run is still to come."""
     delay = 0 if jobs_run_inline() else settings.AUGMENTATION_DEBOUNCE_SECONDS
     for tenant_id, conversation_id in dict.fromkeys(runs):
         key = f"augment:{tenant_id}:{conversation_id}"
-        if delay > 0 and not cache.add(key, 1, timeout=delay):
-            continue  # the scheduled run will read these messages too
+        if delay > 0:
+            due, lives = time.time() + delay, math.ceil(delay)
+            if not cache.add(key, due, timeout=lives):
+                scheduled = cache.get(key)
+                if isinstance(scheduled, float) and scheduled > time.time():
+                    continue  # the scheduled run will read these messages too
+                cache.set(key, due, timeout=lives)  # that run may be reading already
         try:
             job_enqueue(name=AUGMENT_CONVERSATION, countdown=delay,
                         kwargs={"tenant_id": tenant_id, "conversation_id": conversation_id})

@@ -5,15 +5,19 @@ path through a real worker: test_augmentation_worker.py.)"""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
+from uuid import uuid4
 
 import pytest
 from django.utils import timezone
 
 from memoryhub.models import AugmentationFailure, Conversation, Fact, FactVersion
+from memoryhub.services import augmentation
 from memoryhub.services.augmentation import augmentation_failure_record
 from memoryhub.tasks import augment_conversation, augmentation_sweep
 from tenants.context import tenant_context
+from tests.platform.test_shared_cache import CACHE_URL
 
 USER = "alice"
 FACTS = f"/api/v1/users/{USER}/facts"
@@ -299,3 +303,25 @@ def test_the_sweep_runs_what_a_lost_message_left_behind(acme, globex, eager_task
         AugmentationFailure.objects.update(created_at=timezone.now() - timedelta(minutes=30))
     assert augmentation_sweep() == 1
     assert sorted(f["object"] for f in facts(acme)) == ["Lisbon", "jazz"]
+
+
+def test_a_burst_of_captures_schedules_one_run_on_the_redis_cache(acme, settings,
+                                                                  monkeypatch) -> None:
+    """Production's cache is Redis, whose Django backend keeps whole seconds of a timeout:
+    the debounce key of AUGMENTATION_DEBOUNCE_SECONDS (0.5) must still hold until the run is
+    due (a run per capture calls the model once per capture, each run re-reading the
+    messages), and no longer (a capture after that needs a run of its own). The broker is
+    not the point here: the runs are counted as they are handed to it."""
+    settings.CACHES = {"default": {"BACKEND": "memoryhub.infra.cache.ResilientRedisCache",
+                                   "LOCATION": CACHE_URL, "KEY_PREFIX": f"debounce-{uuid4()}"}}
+    sent: list[dict] = []
+    monkeypatch.setattr(augmentation, "job_enqueue", lambda **job: sent.append(job))
+    run = (acme.tenant.id, str(uuid4()))
+    augmentation._runs_schedule([run])
+    augmentation._runs_schedule([run])  # within the debounce: the scheduled run reads it too
+    assert len(sent) == 1 and sent[0]["countdown"] == settings.AUGMENTATION_DEBOUNCE_SECONDS
+    time.sleep(settings.AUGMENTATION_DEBOUNCE_SECONDS + 0.05)  # the run is due: it may be reading
+    augmentation._runs_schedule([run])
+    assert len(sent) == 2
+    augmentation._runs_schedule([run])
+    assert len(sent) == 2
