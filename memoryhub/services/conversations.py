@@ -19,7 +19,7 @@ Errors. Every message is checked before anything is written: a request is all or
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -200,6 +200,10 @@ def messages_capture(
         result.conversation_id = next(iter(already.values()), None) if already else None
         return result
     now = timezone.now()
+    # No message is said after its capture: a later time (a wrong clock) is the capture's,
+    # else its conversation's last message would stay ahead of every retention cutoff.
+    kept = [replace(m, created_at=now) if m.created_at is not None and m.created_at > now else m
+            for m in kept]
     first_at = kept[0].created_at or now
     timeout = timedelta(minutes=tenant.conversation_timeout_minutes)
     if latest is not None and first_at - latest.last_message_at < timeout:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from memoryhub.models import Conversation, Message
+from memoryhub.services.conversations import conversations_expired_purge
 from tenants.context import tenant_context
 from tenants.models import Tenant
 from tests.domain.test_credentials import SECRETS
@@ -403,3 +404,23 @@ def test_the_reply_is_json_with_the_stored_times(acme) -> None:
     reply = capture(acme, user("x", created_at="2026-11-06T17:02:11+02:00"))
     assert reply["captured"][0]["created_at"] == "2026-11-06T15:02:11Z"
     json.dumps(reply)
+
+
+def test_a_time_after_the_capture_is_the_captures_so_retention_still_purges_it(acme) -> None:
+    """A client whose clock is wrong (or an import with a typo) sends a message "said" in
+    2099. Kept as sent, it made the conversation's last message 2099: retention never purged
+    it, and every later capture of the session joined it (the gap to 2099 is negative), so the
+    session's whole history outlived conversation_days. No message is said after its capture."""
+    before = datetime.now(UTC)
+    first = capture(acme, user("a", created_at="2099-01-01T00:00:00Z"))
+    [message] = stored(acme)
+    assert before <= datetime.fromisoformat(message["created_at"]) <= datetime.now(UTC)
+    assert first["captured"][0]["created_at"] == message["created_at"]
+    tenant_set(acme, conversation_days=30)
+    acme.tenant.refresh_from_db()
+    with tenant_context(acme.tenant.id):
+        conversation = Conversation.objects.get()
+        assert conversation.last_message_at <= datetime.now(UTC)
+        assert conversations_expired_purge(tenant=acme.tenant,
+                                           now=datetime.now(UTC) + timedelta(days=31)) == 1
+        assert not Message.objects.exists()
