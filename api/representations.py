@@ -652,6 +652,9 @@ class FactVersionSerializer(serializers.Serializer):
     content = serializers.CharField()
     actor = serializers.ChoiceField(choices=Actor.values)
     at = serializers.DateTimeField()
+    related_fact_id = serializers.UUIDField(
+        allow_null=True, help_text="invalidated: the fact that replaced this one (a statement "
+        "learnt after a newer one that contradicts it: that newer fact); else null")
 
 
 class FactHistorySerializer(serializers.Serializer):
@@ -661,7 +664,8 @@ class FactHistorySerializer(serializers.Serializer):
 def fact_history_representation(rows: Sequence[FactVersion]) -> dict[str, Any]:
     """``FactHistorySerializer``."""
     return {"history": [{"version": r.version, "event": r.event, "content": r.content,
-                         "actor": r.actor, "at": r.at} for r in rows]}
+                         "actor": r.actor, "at": r.at, "related_fact_id": r.related_fact_id}
+                        for r in rows]}
 
 
 # --- Export (last: it holds the shapes above) ----------------------------------------------

@@ -325,3 +325,26 @@ def test_a_burst_of_captures_schedules_one_run_on_the_redis_cache(acme, settings
     assert len(sent) == 2
     augmentation._runs_schedule([run])
     assert len(sent) == 2
+
+
+def test_the_history_and_the_export_say_which_fact_replaced_which(acme) -> None:
+    """Invalidation stores the fact that replaced the old one (FactVersion.related_fact_id);
+    the person's fact history and their export must show it, or the export leaves out what
+    is stored about them and nobody can tell which statement a fact gave way to."""
+    augment(acme, capture(acme, "I live in Lisbon.", at="2026-01-01T10:00:00Z"))
+    augment(acme, capture(acme, "I moved to Porto.", session="s2", at="2026-06-01T10:00:00Z"))
+    augment(acme, capture(acme, "I live in Faro.", session="s3", at="2026-03-01T10:00:00Z"))
+    by_object = {f["object"]: f for f in facts(acme, include_invalid=True)}
+    lisbon, porto, faro = by_object["Lisbon"]["id"], by_object["Porto"]["id"], by_object["Faro"]["id"]
+
+    def replaced(fact_id: str) -> list[tuple[str, str | None]]:
+        history = acme.client.get(f"{FACTS}/{fact_id}/history").json()["history"]
+        return [(h["event"], h["related_fact_id"]) for h in history]
+
+    assert replaced(lisbon) == [("created", None), ("invalidated", porto)]
+    assert replaced(faro) == [("created", None), ("invalidated", porto)]  # stated before Porto
+    assert replaced(porto) == [("created", None)]
+    export = acme.client.get(f"/api/v1/users/{USER}/export").json()
+    exported = {f["id"]: [(h["event"], h["related_fact_id"]) for h in f["history"]]
+                for f in export["facts"]}
+    assert exported == {fact_id: replaced(fact_id) for fact_id in (lisbon, porto, faro)}
