@@ -24,7 +24,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memoryhub.models import Conversation, MemoryDocument, MemoryEvent
-from memoryhub.tasks import retention_purge
+from memoryhub.tasks import augment_conversation, retention_purge
 from tenants.context import tenant_context
 from tests.elsewhere import Elsewhere
 
@@ -109,17 +109,16 @@ def test_a_conversation_purge_and_an_edit_of_its_next_persons_fact_do_not_deadlo
             format="json")
         assert response.status_code == 201
         said[user_id] = response.json()
-    fact = acme.client.post("/api/v1/users/bob/facts", {"content": "Likes tea", "source": {
-        "conversation_id": said["bob"]["conversation_id"],
-        "message_ids": [said["bob"]["captured"][0]["id"]]}}, format="json")
-    assert fact.status_code == 201, fact.content
+    augment_conversation(tenant_id=acme.tenant.id, conversation_id=said["bob"]["conversation_id"])
+    [fact] = acme.client.get("/api/v1/users/bob/facts").json()["facts"]
+    assert fact["updated_by"] == "augmentation", fact
     with tenant_context(acme.tenant.id):  # alice's conversation is the older: purged first
         Conversation.objects.filter(end_user__user_id="alice").update(
             last_message_at=timezone.now() - timedelta(days=61))
     bob_edits: list[Elsewhere] = []
 
     def edit() -> int:
-        return acme.client_with(acme.key).patch(f"/api/v1/users/bob/facts/{fact.json()['id']}",
+        return acme.client_with(acme.key).patch(f"/api/v1/users/bob/facts/{fact['id']}",
                                                 {"content": "Likes green tea"},
                                                 format="json").status_code
 
