@@ -6,6 +6,7 @@ Each change must reach the API at once and leave an AuditEntry naming the accoun
 from __future__ import annotations
 
 import re
+from urllib.parse import urljoin
 
 from django.core import mail
 from django.test import Client
@@ -13,6 +14,7 @@ from rest_framework.test import APIClient
 
 from memoryhub.models import EndUser, Profile
 from memoryhub.services.events import pressure_event
+from memoryhub.web.selectors import PEOPLE_PAGE
 from tenants.context import tenant_context
 from tenants.models import AuditEntry, Invitation, Membership, Role
 from tests.pages.conftest import signed_in, write
@@ -290,3 +292,21 @@ def test_the_portal_link_for_a_person_comes_from_their_row(acme, acme_team) -> N
     assert redeemed.status_code == 302
     assert "/notes/a.md" in visitor.get(redeemed["Location"]).content.decode()
     assert _audit(acme.tenant, "end_user.portal_link_minted")[0].target == "alice"
+
+
+def test_the_people_pager_works_after_minting_a_key_or_a_link(acme, acme_team) -> None:
+    """Minting answers with the people page at the action's URL (the secret is shown once,
+    no redirect); its pager still leads to the next page of people, not to a GET of the
+    action (405)."""
+    for i in range(PEOPLE_PAGE + 1):
+        write(acme.tenant, f"user-{i:02}", "/a.md", "x")
+    with tenant_context(acme.tenant.pk):
+        first = EndUser.objects.order_by("user_id").first()
+    client = signed_in(acme_team.admin)
+    for action in ("key", "portal-link"):
+        url = f"/t/acme/people/{first.pk}/{action}"
+        html = client.post(url).content.decode()
+        href = re.search(r'<a href="([^"]+)">Next</a>', html).group(1).replace("&amp;", "&")
+        following = client.get(urljoin(url, href))
+        assert following.status_code == 200, action
+        assert "Page 2 of 2" in following.content.decode(), action

@@ -13,6 +13,7 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urljoin
 
 import pytest
 from django.db import connection
@@ -22,7 +23,7 @@ from playwright.sync_api import expect
 from memoryhub.models import Conversation, Message
 from tenants.context import tenant_context
 from tests.pages.browser import Api, shot
-from tests.pages.conftest import person, person_url, signed_in
+from tests.pages.conftest import person, person_url, signed_in, write
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 CSRF = re.compile(r'"X-CSRFToken": "[^"]*"|name="csrfmiddlewaretoken" value="[^"]*"')
@@ -151,6 +152,34 @@ def test_without_htmx_a_delete_comes_back_to_the_same_page(alice, acme) -> None:
     assert "Deleted a conversation of session s-1 (4 messages)." in html
     assert "Page 2 of 2" in html and "Session <code>s-2</code>" in html
     assert ids["oldest"] not in {str(pk) for pk in stored_ids(acme.tenant)[0]}
+
+
+def _older_link(page_url: str, html: str) -> str:
+    """Where the list's "Older" link leads, resolved against the page's URL as a browser does."""
+    href = re.search(r'<nav class="pager"[^>]*>.*?<a href="([^"]+)">Older</a>', html, re.S).group(1)
+    return urljoin(page_url, href.replace("&amp;", "&"))
+
+
+def test_the_pager_leads_to_the_next_page_from_any_url_the_page_is_shown_at(alice, acme) -> None:
+    """The page is also served at a document's, a fact's or a conversation's own URL (opened
+    without htmx, or the fact's "where you said it" link); its pager goes to the person's
+    list, not to ``?page=2`` of that URL (the same document again, or a 404 once the
+    conversation it names is deleted)."""
+    end_user, client, ids = alice
+    for i in range(10):  # 13 conversations: two pages
+        capture_over_http(acme.client, "alice", f"more-{i}", messages("q", minutes=300 + i))
+    doc = write(end_user.tenant, "alice", "/a.md", "x")
+    conversation = person_url(end_user, "web:conversation_open", conversation_id=ids["middle"])
+    for url in (person_url(end_user, "web:document_open", document_id=doc.pk),
+                person_url(end_user, "web:document_edit", document_id=doc.pk)):
+        older = client.get(_older_link(url, client.get(url).content.decode()))
+        assert older.status_code == 200 and "Page 2 of 2" in older.content.decode(), url
+    # On the conversation's own page, the person deletes it: the list comes back, paged.
+    assert client.get(f"{conversation}?start=1").status_code == 200
+    deleted = client.post(person_url(end_user, "web:conversation_delete",
+                                     conversation_id=ids["middle"]), {"page": "1"}, **HTMX)
+    older = client.get(_older_link(conversation, deleted.content.decode()))
+    assert older.status_code == 200 and "Page 2 of 2" in older.content.decode()
 
 
 # --- in the browser -----------------------------------------------------------------------------
