@@ -8,7 +8,7 @@ database to refuse it.
 from __future__ import annotations
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
 from memoryhub.models import Conversation, Message
@@ -98,27 +98,29 @@ def test_a_reference_within_the_tenant_is_accepted(acme) -> None:
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
-def _definition(name: str) -> str | None:
-    with connection.cursor() as cursor:
+def _definition(name: str, using: str = "default") -> str | None:
+    with connections[using].cursor() as cursor:
         cursor.execute("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = %s",
                        [name])
         row = cursor.fetchone()
     return row[0] if row else None
 
 
-def test_the_constraint_drops_and_adds_itself_as_the_migration_made_it(db) -> None:
+@pytest.mark.django_db(databases=["default", "migrate"])
+def test_the_constraint_drops_and_adds_itself_as_the_migration_made_it() -> None:
     """What a later migration would run (RemoveConstraint, AddConstraint, CreateModel) gives
-    the key migration 0013 made."""
+    the key migration 0013 made. On the owner's connection, as migrations run, rolled back."""
     [same] = [c for c in Message._meta.constraints if c.name == "message_conversation_same_tenant"]
-    made = _definition(same.name)
+    made = _definition(same.name, "migrate")
     assert made == ("FOREIGN KEY (tenant_id, conversation_id) REFERENCES "
                     "memoryhub_conversation(tenant_id, id) DEFERRABLE INITIALLY DEFERRED")
-    with transaction.atomic(), connection.schema_editor(atomic=False) as editor:
+    owner = connections["migrate"]
+    with transaction.atomic(using="migrate"), owner.schema_editor(atomic=False) as editor:
         editor.remove_constraint(Message, same)
-        assert _definition(same.name) is None
+        assert _definition(same.name, "migrate") is None
         editor.add_constraint(Message, same)
-        assert _definition(same.name) == made
+        assert _definition(same.name, "migrate") == made
         assert same.constraint_sql(Message, editor) == ""  # inside CREATE TABLE: nothing...
         assert editor.deferred_sql[-1] == same.create_sql(Message, editor)  # ...until its end
         editor.deferred_sql.clear()
-        transaction.set_rollback(True)
+        transaction.set_rollback(True, using="migrate")
