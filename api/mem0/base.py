@@ -10,7 +10,10 @@ the memory names its person). The person named is loaded, and locked for a write
 key's statement as for a REST URL's person, so a key bound to one person reaches only them in
 the same one place (api/authentication.py): another person reads as absent and writing them
 is 403. A body naming no one, with a bound key, names the key's person (as MCP's tools do).
-A memory found by its id is looked for among the bound key's person's only.
+A query naming someone other than by ``user_id`` (``delete_all(agent_id=)``, or the typed
+``filters``, which the client sends as a Python repr) names no one: refused, never read as the
+key's person, whose memories it would delete. A memory found by its id is looked for among the
+bound key's person's only.
 """
 
 from __future__ import annotations
@@ -33,6 +36,11 @@ from memoryhub.selectors.documents import end_user_find
 
 NO_PERSON = ("user_id is required (as user_id, or in filters.user_id): MemoryHub keeps "
              "memories per person; agent_id, app_id and run_id alone name no one.")
+NO_PERSON_IN_QUERY = ("user_id is required in the query (delete_all(user_id=...)): MemoryHub "
+                      "keeps memories per person; agent_id, app_id, run_id and filters name no "
+                      "one here.")
+# What else a query may name a person or an entity by: never the bound key's person.
+OTHER_NAMES = ("agent_id", "app_id", "run_id", "filters")
 
 
 class Mem0View(TenantAPIView):
@@ -44,6 +52,7 @@ class Mem0View(TenantAPIView):
     # JSON value a body holds. Only naming no one at all gives a bound key's person.
     person_id: object = None
     _named: object = None
+    _named_otherwise = False  # the query names someone, not by user_id
     _body_error: APIException | None = None
 
     def person_named(self, request: Request) -> object:
@@ -56,6 +65,8 @@ class Mem0View(TenantAPIView):
                 self._body_error = exc
         elif self.person_in == "query":
             self._named = request.query_params.get("user_id")  # "" is named, and malformed
+            self._named_otherwise = self._named is None and any(
+                name in request.query_params for name in OTHER_NAMES)
         elif self.person_in == "url":
             self._named = super().person_named(request)
         return self._named
@@ -65,6 +76,7 @@ class Mem0View(TenantAPIView):
         self.person_id = self._named
         principal = request.user
         if (self.person_id is None and self.person_in in ("body", "query")
+                and not self._named_otherwise
                 and isinstance(principal, ApiPrincipal) and principal.user_id is not None):
             self.person_id = principal.user_id
             self.end_user_locked = self.writes_end_user(request)
@@ -79,7 +91,8 @@ class Mem0View(TenantAPIView):
     def person(self) -> str:
         """The person's user_id, validated (400 ``invalid_user_id``, or none named)."""
         if self.person_id is None:
-            raise ApiError(400, "invalid_request", NO_PERSON)
+            raise ApiError(400, "invalid_request",
+                           NO_PERSON_IN_QUERY if self.person_in == "query" else NO_PERSON)
         return valid_user_id(self.person_id)
 
     @property

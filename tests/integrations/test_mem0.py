@@ -17,6 +17,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from mem0 import AsyncMemoryClient, MemoryClient
+from mem0.client.types import DeleteAllMemoryOptions
 from mem0.exceptions import (
     AuthenticationError,
     MemoryNotFoundError,
@@ -281,6 +282,28 @@ def test_a_bound_key_reaches_only_its_person(live_server) -> None:
         for user_id in ("", "bo%00b"):
             assert http.delete(f"/v1/memories/?user_id={user_id}").status_code == 400
     assert [m["id"] for m in bob.get_all(filters={"user_id": "bob"})["results"]] == [own]
+
+
+def test_delete_all_deletes_only_the_person_its_query_names(live_server) -> None:
+    """``delete_all`` sends its arguments as the query, where ``user_id=`` names the person.
+    A query naming someone another way (mem0's typed ``filters``, which the client sends as a
+    Python repr, or agent_id alone) names no one MemoryHub reads: 400, for a bound key as for
+    any key, never the bound key's own person's memories deleted instead."""
+    admin = mem0(live_server, operator_tenant("initech"))
+    alices = admin.add("I am vegetarian.", user_id="alice", infer=False)["results"][0]["id"]
+    bob = mem0(live_server, bound_key("initech", "bob"))
+    own = bob.add("I like tea.", infer=False)["results"][0]["id"]
+    for client in (bob, admin):
+        for call in (lambda c: c.delete_all(filters={"user_id": "alice"}),
+                     lambda c: c.delete_all(DeleteAllMemoryOptions(filters={"user_id": "bob"})),
+                     lambda c: c.delete_all(agent_id="support-bot")):
+            with pytest.raises(ValidationError) as refused:
+                call(client)
+            assert "user_id=" in refused.value.message
+    assert bob.get(own)["memory"] == "I like tea."
+    assert admin.get(alices)["memory"] == "I am vegetarian."
+    bob.delete_all()  # naming no one at all: the key's person
+    assert bob.get_all()["count"] == 0 and admin.get(alices)["memory"] == "I am vegetarian."
 
 
 def test_errors_have_mem0s_shape_and_the_rest_apis_status(live_server) -> None:
