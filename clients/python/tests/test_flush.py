@@ -103,3 +103,21 @@ def test_a_summary_needs_to_know_whose_conversation_it_is(hub: MemoryHub) -> Non
         with pytest.raises(ValueError, match="conversation_id or the session_id"):
             flush_to_memory(client, hub, TALK, user_id="alice", summary="x", model="gpt-x")
     assert model.requests == [] and hub.conversation("alice", elsewhere)["summary"] is None
+
+
+def test_a_command_memoryhub_refuses_reaches_the_gpt_model_as_its_message(hub: MemoryHub) -> None:
+    """As through Claude's tool runner (test_memory_tool): a memory command MemoryHub refuses
+    (here a file over the 1 MiB body limit) is the API's message in the tool result, and the
+    flush goes on to store the summary, where it raised and stored nothing."""
+    conversation_id = captured(hub, "s-1")
+    huge = function_call("call_1", {"command": "create", "path": "/memories/huge.md",
+                                    "file_text": "x" * 1_100_000})
+    with ScriptedModel([gpt(None, tool_calls=[huge]), gpt("DONE")]) as model:
+        client = openai.OpenAI(base_url=f"{model.url}/v1", api_key="t", max_retries=0)
+        flushed = flush_to_memory(client, hub, TALK, user_id="alice", session_id="s-1",
+                                  summary="Moved to Lisbon.", model="gpt-x")
+    assert (flushed.tool_calls, flushed.reply) == (1, "DONE")
+    assert model.requests[1]["messages"][-1] == {
+        "role": "tool", "tool_call_id": "call_1",
+        "content": "Error: The request body is over 1 MiB. Send less at a time."}
+    assert hub.conversation("alice", conversation_id)["summary"] == "Moved to Lisbon."

@@ -26,6 +26,7 @@ from typing import Any, overload
 
 from memoryhub_client import _calls
 from memoryhub_client._hub import AsyncMemoryHub, MemoryHub
+from memoryhub_client.errors import MemoryHubError
 from memoryhub_client.middleware import IO, AsyncIO, SyncIO, Wrapped, provider_of, run_now
 from memoryhub_client.types import Conversation
 
@@ -184,8 +185,13 @@ class _Flush:
             return "Error: the memory tool's input must be a JSON object"
         if not isinstance(command, dict):
             return "Error: the memory tool's input must be a JSON object"
-        result = await io.hub(_calls.memory(self.user_id, command, session_id=self.session_id,
-                                            profile=self.profile))
+        try:
+            result = await io.hub(_calls.memory(self.user_id, command,
+                                                session_id=self.session_id, profile=self.profile))
+        except MemoryHubError as error:
+            # A request MemoryHub refuses (a body over 1 MiB, a rate limit...) is the model's
+            # to read, as the Anthropic runner reads MemoryHubMemoryTool's ToolError.
+            return f"Error: {error.message}"
         return result["content"]
 
     async def then_summary(self, io: IO, turns: Awaitable[tuple[int, str]],
