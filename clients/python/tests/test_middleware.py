@@ -429,3 +429,28 @@ def test_anthropic_stream_helper_sync_and_async(hub: MemoryHub, remembered: str,
     assert stored(hub) == [("user", ASK), ("assistant", "Mushroom risotto, slowly stirred.")]
     assert stored(hub, "s-2") == [("user", ASK), ("assistant", "Lentil soup.")]
     assert hub.messages("alice", "s-1")["messages"][1]["metadata"] == CLAUDE_META
+
+
+def test_the_wrapped_client_is_a_context_manager_with_memory_on(
+        hub: MemoryHub, live_server: Any, acme: Any) -> None:
+    """``with Anthropic() as client`` and ``async with AsyncOpenAI() as client``, as the SDKs
+    document them, work on the wrapped client: the block's client is the wrapped one (memory
+    on), and the SDK's client is closed as the block ends."""
+    async def run(model: ScriptedModel) -> bool:
+        async with AsyncMemoryHub(live_server.url, acme.key) as async_hub:
+            async with with_memory(
+                    openai.AsyncOpenAI(base_url=f"{model.url}/v1", api_key="t", max_retries=0),
+                    async_hub, user_id="alice", session_id="s-2") as client:
+                await client.chat.completions.create(
+                    model="gpt-x", messages=[{"role": "user", "content": ASK}])
+            return bool(client.is_closed())
+
+    with ScriptedModel([claude(text("Risotto.")), gpt("Soup.")]) as model:
+        with with_memory(claude_client(model), hub, user_id="alice",
+                         session_id="s-1") as client:
+            client.messages.create(model="claude-x", max_tokens=10,
+                                   messages=[{"role": "user", "content": ASK}])
+        assert client.is_closed()
+        assert asyncio.run(run(model))
+    assert stored(hub) == [("user", ASK), ("assistant", "Risotto.")]
+    assert stored(hub, "s-2") == [("user", ASK), ("assistant", "Soup.")]

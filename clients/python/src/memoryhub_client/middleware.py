@@ -736,6 +736,28 @@ class Wrapped:
         return getattr(self.__wrapped__, name)
 
 
+class WrappedClient(Wrapped):
+    """The wrapped client, also as the SDKs' clients are used: ``with Anthropic() as client``
+    (or ``async with``) gives this object, memory on, and closes the SDK's client at the end.
+    Python looks these methods up on the type, never through ``__getattr__``."""
+
+    def __enter__(self) -> WrappedClient:
+        self.__wrapped__.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.__wrapped__.__exit__(kind, error, trace)
+
+    async def __aenter__(self) -> WrappedClient:
+        await self.__wrapped__.__aenter__()
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        await self.__wrapped__.__aexit__(kind, error, trace)
+
+
 def provider_of(client: Any) -> tuple[Provider, bool]:
     """The provider of a client and whether it is async."""
     module = type(client).__module__.split(".")[0]
@@ -780,12 +802,12 @@ def _wrapped(client: C, memory: Memory, hub: MemoryHub | AsyncMemoryHub, is_asyn
         messages = target.messages
         create = _create(memory, hub, messages.create, is_async)
         stream = _create(memory, hub, messages.stream, is_async, helper=True)
-        return Wrapped(client, messages=Wrapped(messages, create=create, stream=stream),  # type: ignore[return-value]
-                       **options)
+        return WrappedClient(client, messages=Wrapped(messages, create=create, stream=stream),  # type: ignore[return-value]
+                             **options)
     completions = target.chat.completions
     create = _create(memory, hub, completions.create, is_async)
     chat = Wrapped(target.chat, completions=Wrapped(completions, create=create))
-    return Wrapped(client, chat=chat, **options)  # type: ignore[return-value]
+    return WrappedClient(client, chat=chat, **options)  # type: ignore[return-value]
 
 
 def _create(memory: Memory, hub: MemoryHub | AsyncMemoryHub, original: Callable[..., Any],
