@@ -9,6 +9,7 @@ sent. Only the model is scripted: the SDKs, their parsing and their streaming ar
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -172,8 +173,9 @@ class ScriptedModel:
                               for name, data in claude_events(reply))
                 elif self.path.endswith("/chat/completions"):
                     usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                    events = (*(f"data: {json.dumps(c)}\n\n"
-                                for c in gpt_chunks(reply, usage=usage)), "data: [DONE]\n\n")
+                    events = itertools.chain(  # lazily: a reply is streamed only if asked
+                        (f"data: {json.dumps(c)}\n\n" for c in gpt_chunks(reply, usage=usage)),
+                        ["data: [DONE]\n\n"])
                 else:
                     self.send_error(404)
                     return

@@ -308,6 +308,19 @@ def test_openai_tool_calls_are_captured_with_their_metadata(hub: MemoryHub) -> N
     assert messages[1]["metadata"] == {"tool_call_id": "call_1"}
 
 
+def test_an_openai_answer_without_choices_is_returned_and_the_question_captured(
+        hub: MemoryHub) -> None:
+    """A content filter's answer (Azure's) has no choices: the app gets it as the SDK gives
+    it, and capture keeps the question (the empty reply is dropped by the tenant's policy)."""
+    filtered = {**gpt(None), "choices": []}
+    with ScriptedModel([filtered]) as model:
+        client = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-1")
+        response = client.chat.completions.create(
+            model="gpt-x", messages=[{"role": "user", "content": "Something filtered"}])
+    assert response.choices == []
+    assert stored(hub) == [("user", "Something filtered")]
+
+
 def test_async_clients_with_the_async_hub(hub: MemoryHub, remembered: str, live_server: Any,
                                           acme: Any) -> None:
     async def run(model: ScriptedModel) -> list[str]:

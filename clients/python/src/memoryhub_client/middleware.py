@@ -321,6 +321,10 @@ class OpenAIChat:
         request["messages"] = messages
 
     def reply(self, response: Any) -> Said:
+        if not response.choices:  # no answer at all (Azure's content filter): nothing said
+            return Said("assistant", "", _metadata(
+                provider=self.name, id=response.id, model=response.model,
+                usage=_usage(response.usage)))
         choice = response.choices[0]
         said = self._message(choice.message)
         return Said("assistant", said.content, _metadata(
