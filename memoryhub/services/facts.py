@@ -164,6 +164,7 @@ def fact_update(
             fact.content, fact.normalized, changed = content, normalized_text(content), True
             fact.embedding, fact.embedding_provider = None, ""  # the worker embeds the new text
             record_embedding_schedule(tenant_id=fact.tenant_id, kind="fact", record_id=fact.id)
+            _triple_kept_true(fact)
     if confidence is not UNSET and confidence != fact.confidence:
         fact.confidence, changed = confidence, True
     if metadata is not UNSET:
@@ -184,6 +185,15 @@ def fact_update(
     _history(fact, event, actor)
     _changed(fact, user_id=end_user.user_id, actor=actor, change=event)
     return fact
+
+
+def _triple_kept_true(fact: Fact) -> None:
+    """A triple describes the text it was taken from: an edit that no longer names its object
+    ("lives in Lisbon" made "lives in Porto") leaves the fact unstructured. Kept, the old
+    triple would be shown beside the new text, and a later "I live in Lisbon" would merge into
+    the edited fact by it (or a move to Porto contradict it)."""
+    if fact.object and normalized_text(fact.object) not in fact.normalized:
+        fact.subject = fact.predicate = fact.object = ""
 
 
 def fact_delete(*, end_user: EndUser, fact: Fact, actor: str, expected_version: int | None = None) -> None:

@@ -248,6 +248,22 @@ def test_a_fact_the_app_deleted_or_edited_is_not_learnt_again(acme) -> None:
     assert fact["content"] == "User loves free jazz" and fact["updated_by"] == "app"
 
 
+def test_an_edit_that_no_longer_names_the_object_drops_the_triple(acme) -> None:
+    augment(acme, capture(acme, "I live in Lisbon.", "I love jazz."))
+    by_object = {f["object"]: f for f in facts(acme)}
+    moved = acme.client.patch(f"{FACTS}/{by_object['Lisbon']['id']}",
+                              {"content": "User lives in Porto"}, format="json").json()
+    assert (moved["subject"], moved["predicate"], moved["object"]) == (None, None, None)
+    typo = acme.client.patch(f"{FACTS}/{by_object['jazz']['id']}",
+                             {"content": "User loves JAZZ!"}, format="json").json()
+    assert (typo["predicate"], typo["object"]) == ("likes", "jazz")  # still names it
+
+    augment(acme, capture(acme, "I live in Lisbon.", session="s2"))  # said again, later
+    valid = {f["content"]: f for f in facts(acme)}
+    assert set(valid) == {"User lives in Porto", "User loves JAZZ!", "User lives in Lisbon"}
+    assert valid["User lives in Porto"]["version"] == moved["version"]  # not merged into
+
+
 def test_augmentation_switched_off_learns_nothing_and_moves_the_cursor(acme, settings) -> None:
     acme.tenant.augmentation_enabled = False
     acme.tenant.save(update_fields=["augmentation_enabled"])
