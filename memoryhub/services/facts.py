@@ -336,12 +336,13 @@ def _learn_new(end_user: EndUser, candidate: Candidate, related: list[Fact],
 
 def facts_sources_drop(*, user_id: str, message_ids: Sequence[UUID | str], actor: str) -> tuple[int, int]:
     """What augmentation took from these messages goes with them (spec: "DELETE also removes
-    what augmentation took only from it"): a fact augmentation made whose every source
-    message is among them is deleted (``deleted``, its keys with it: the messages they named
-    are gone); any other fact they are sources of only loses these (``updated``; its
-    ``conversation_id`` becomes the one of its first remaining message): one with other
-    sources, and one the app made, which augmentation only merged a message into (or whose
-    source the app named itself). A fact with no source messages is not touched.
+    what augmentation took only from it"): a fact augmentation made, and nobody edited since,
+    whose every source message is among them is deleted (``deleted``, its keys with it: the
+    messages they named are gone); any other fact they are sources of only loses these
+    (``updated``; its ``conversation_id`` becomes the one of its first remaining message): one
+    with other sources, one the app made, which augmentation only merged a message into (or
+    whose source the app named itself), and one the person or the app edited, which is theirs
+    now (their edit wins over augmentation). A fact with no source messages is not touched.
     Returns (deleted, updated)."""
     gone = {str(message_id) for message_id in message_ids}
     if not gone:
@@ -351,13 +352,12 @@ def facts_sources_drop(*, user_id: str, message_ids: Sequence[UUID | str], actor
         .filter(end_user__user_id=user_id, source__message_ids__has_any_keys=sorted(gone))
         .order_by("id")
     )
-    learnt = set(FactVersion.objects.filter(
-        fact_id__in=[fact.id for fact in touched], event=FactEvent.CREATED,
-        actor=Actor.AUGMENTATION).values_list("fact_id", flat=True))
     deleted, updated = [], 0
     for fact in touched:
         kept = [m for m in fact.source.get("message_ids") or [] if m not in gone]
-        if not kept and fact.id in learnt:
+        # updated_by: the last writer but augmentation's merges, which keep it; so
+        # augmentation's only while augmentation made the fact and nobody else changed it.
+        if not kept and fact.updated_by == Actor.AUGMENTATION:
             deleted.append(fact.id)
             fact.version += 1
             fact.updated_at = timezone.now()

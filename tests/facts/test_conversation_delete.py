@@ -92,3 +92,18 @@ def test_an_apps_fact_that_augmentation_merged_a_message_into_stays(acme) -> Non
     assert kept.status_code == 200, kept.content
     assert kept.json()["source"] == {"conversation_id": None, "message_ids": []}
     assert kept.json()["content"] == "User likes jazz"
+
+
+def test_a_learnt_fact_the_person_edited_stays_when_its_conversation_goes(acme) -> None:
+    conversation = capture(acme, "I live in Lisbon.", "I love jazz.")
+    augment(acme, conversation)
+    jazz = next(f for f in facts(acme) if f["object"] == "jazz")
+    edited = acme.client.patch(f"{FACTS}/{jazz['id']}", {"confidence": 0.5},
+                               format="json").json()
+    assert edited["updated_by"] == "app"
+
+    _delete(acme, conversation)
+
+    [kept] = facts(acme, include_invalid=True)  # Lisbon, augmentation's alone, went with it
+    assert kept["id"] == jazz["id"] and kept["confidence"] == 0.5
+    assert kept["source"] == {"conversation_id": None, "message_ids": []}
