@@ -226,6 +226,28 @@ def test_anthropic_streaming_is_reassembled_and_tool_calls_kept(hub: MemoryHub) 
     assert messages[3]["metadata"] == CLAUDE_META
 
 
+def test_anthropic_beta_messages_recall_and_capture(hub: MemoryHub, remembered: str) -> None:
+    """``client.beta.messages`` (``betas=[...]``, as apps using Claude's memory tool call it):
+    ``create`` and the ``stream()`` helper recall and capture as ``messages`` do."""
+    asked = [{"role": "user", "content": ASK}]
+    betas = ["context-management-2025-06-27"]
+    with ScriptedModel([claude(text("Mushroom risotto.")), claude(text("Lentil soup."))]) as model:
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        reply = client.beta.messages.create(model="claude-x", max_tokens=100, messages=asked,
+                                            betas=betas)
+        assert reply.content[0].text == "Mushroom risotto."
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-2")
+        with client.beta.messages.stream(model="claude-x", max_tokens=100, messages=asked,
+                                         betas=betas) as stream:
+            assert "".join(stream.text_stream) == "Lentil soup."
+    assert [r["messages"] for r in model.requests] == [
+        [{"role": "user", "content": remembered}, *asked]] * 2
+    assert [h["anthropic-beta"] for h in model.headers] == betas * 2
+    assert stored(hub) == [("user", ASK), ("assistant", "Mushroom risotto.")]
+    assert stored(hub, "s-2") == [("user", ASK), ("assistant", "Lentil soup.")]
+    assert hub.messages("alice", "s-1")["messages"][1]["metadata"] == CLAUDE_META
+
+
 def test_anthropic_injection_places(hub: MemoryHub, remembered: str) -> None:
     history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
                {"role": "user", "content": [{"type": "text", "text": ASK}]}]

@@ -6,7 +6,8 @@
     client.messages.create(model=..., max_tokens=1024, messages=[...])  # as before
 
 ``with_memory`` wraps an ``anthropic`` client (``Anthropic``, ``AsyncAnthropic``:
-``messages.create`` and the ``messages.stream()`` helper) or an ``openai`` one (``OpenAI``,
+``messages.create`` and the ``messages.stream()`` helper, and the same two under
+``beta.messages``, called with ``betas=[...]``) or an ``openai`` one (``OpenAI``,
 ``AsyncOpenAI``: ``chat.completions.create``), with a ``MemoryHub`` for a sync client and an
 ``AsyncMemoryHub`` for an async one. Each call:
 
@@ -803,10 +804,13 @@ def _wrapped(client: C, memory: Memory, hub: MemoryHub | AsyncMemoryHub, is_asyn
 
     options = {"with_options": derived(target.with_options), "copy": derived(target.copy)}
     if memory.provider.name == "anthropic":
-        messages = target.messages
-        create = _create(memory, hub, messages.create, is_async)
-        stream = _create(memory, hub, messages.stream, is_async, helper=True)
-        return WrappedClient(client, messages=Wrapped(messages, create=create, stream=stream),  # type: ignore[return-value]
+
+        def remembering(messages: Any) -> Wrapped:  # messages and beta.messages alike
+            return Wrapped(messages, create=_create(memory, hub, messages.create, is_async),
+                           stream=_create(memory, hub, messages.stream, is_async, helper=True))
+
+        beta = Wrapped(target.beta, messages=remembering(target.beta.messages))
+        return WrappedClient(client, messages=remembering(target.messages), beta=beta,  # type: ignore[return-value]
                              **options)
     completions = target.chat.completions
     create = _create(memory, hub, completions.create, is_async)
