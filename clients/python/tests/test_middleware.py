@@ -11,6 +11,7 @@ from typing import Any
 
 import anthropic
 import openai
+import pydantic
 import pytest
 from llm_servers import ScriptedModel, claude, cut, function_call, gpt, text, tool_use
 from memoryhub_client import AsyncMemoryHub, MemoryHub, MemoryHubError
@@ -311,6 +312,44 @@ def test_openai_recalls_injects_and_captures_streams_included(hub: MemoryHub,
     assert messages[1]["metadata"] == GPT_META
     assert messages[3]["metadata"] == GPT_META  # the stream's usage chunk included
     assert stored(hub, "s-2") == []
+
+
+class Dish(pydantic.BaseModel):
+    dish: str
+
+
+def test_openai_parse_and_stream_helpers_recall_and_capture(hub: MemoryHub, remembered: str,
+                                                            live_server: Any, acme: Any) -> None:
+    """``chat.completions.parse`` and the ``stream()`` helper (sync, async, and under
+    ``beta.chat`` too) recall and capture as ``create`` does; ``memory=`` works on them."""
+    asked = [{"role": "user", "content": ASK}]
+
+    async def run(model: ScriptedModel) -> str:
+        async with AsyncMemoryHub(live_server.url, acme.key) as async_hub:
+            client = with_memory(
+                openai.AsyncOpenAI(base_url=f"{model.url}/v1", api_key="t", max_retries=0),
+                async_hub, user_id="alice", session_id="s-3")
+            async with client.chat.completions.stream(model="gpt-x", messages=asked,
+                                                      memory={"capture": False}) as stream:
+                return "".join([e.delta async for e in stream if e.type == "content.delta"])
+
+    replies = [gpt('{"dish": "Mushroom risotto"}'), gpt("Lentil soup."), gpt("Bean stew.")]
+    with ScriptedModel(replies) as model:
+        client = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-1")
+        parsed = client.chat.completions.parse(model="gpt-x", messages=asked,
+                                               response_format=Dish)
+        assert parsed.choices[0].message.parsed == Dish(dish="Mushroom risotto")
+        client = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-2")
+        with client.beta.chat.completions.stream(model="gpt-x", messages=asked) as stream:
+            pieces = [e.delta for e in stream if e.type == "content.delta"]
+        assert "".join(pieces) == "Lentil soup." and len(pieces) > 2
+        assert asyncio.run(run(model)) == "Bean stew."
+    assert [r["messages"] for r in model.requests] == [
+        [{"role": "user", "content": remembered}, *asked]] * 3
+    assert stored(hub) == [("user", ASK), ("assistant", '{"dish": "Mushroom risotto"}')]
+    assert hub.messages("alice", "s-1")["messages"][1]["metadata"] == GPT_META
+    assert stored(hub, "s-2") == [("user", ASK), ("assistant", "Lentil soup.")]
+    assert stored(hub, "s-3") == []
 
 
 def test_openai_tool_calls_are_captured_with_their_metadata(hub: MemoryHub) -> None:

@@ -8,8 +8,11 @@
 ``with_memory`` wraps an ``anthropic`` client (``Anthropic``, ``AsyncAnthropic``:
 ``messages.create`` and the ``messages.stream()`` helper, and the same two under
 ``beta.messages``, called with ``betas=[...]``) or an ``openai`` one (``OpenAI``,
-``AsyncOpenAI``: ``chat.completions.create``), with a ``MemoryHub`` for a sync client and an
-``AsyncMemoryHub`` for an async one. Each call:
+``AsyncOpenAI``: ``chat.completions.create``, ``parse`` and the ``stream()`` helper, under
+``chat`` and ``beta.chat``), with a ``MemoryHub`` for a sync client and an
+``AsyncMemoryHub`` for an async one. Other calls are the SDK's own, without memory (OpenAI's
+Responses API among them: its server-held conversations send only the new turn, where
+capture counts on the request holding the history). Each call:
 
 1. recalls for the last user message and injects the ``<memori_context>`` block where
    ``inject`` says (nothing is injected when nothing passes the recall threshold):
@@ -21,10 +24,11 @@
    ``disabled`` no recall at all;
 2. calls the model with everything else unchanged;
 3. captures the request's new messages and the reply (a streamed reply when the stream has
-   been read to its end, reassembled; ``messages.stream()``'s final message when its block
-   ends without an exception) into the session, with the provider's response
-   metadata (``provider``, ``id``, ``model``, stop or finish reason, token ``usage``, tool
-   calls) on the captured reply's ``metadata``. The injected context is never captured.
+   been read to its end, reassembled, OpenAI's ``stream()`` helper's too; Anthropic's
+   ``messages.stream()``'s final message when its block ends without an exception) into the
+   session, with the provider's response metadata (``provider``, ``id``, ``model``, stop or
+   finish reason, token ``usage``, tool calls) on the captured reply's ``metadata``. The
+   injected context is never captured.
 
 "New" messages: every message gets an id from its role, its text and the messages before it,
 so a conversation resent whole on the next call adds only what is new (the server also drops
@@ -43,6 +47,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from types import TracebackType
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -803,19 +808,38 @@ def _wrapped(client: C, memory: Memory, hub: MemoryHub | AsyncMemoryHub, is_asyn
         return lambda *args, **kwargs: _wrapped(make(*args, **kwargs), memory, hub, is_async)
 
     options = {"with_options": derived(target.with_options), "copy": derived(target.copy)}
-    if memory.provider.name == "anthropic":
+    # The model calls are under the client's ``messages`` (Anthropic) or ``chat`` (OpenAI),
+    # and the same again under its ``beta``.
+    name, remembering = (("messages", _messages) if memory.provider.name == "anthropic"
+                         else ("chat", _chat))
+    beta = Wrapped(target.beta, **{name: remembering(getattr(target.beta, name), memory, hub,
+                                                    is_async)})
+    return WrappedClient(client, beta=beta, **options,  # type: ignore[return-value]
+                         **{name: remembering(getattr(target, name), memory, hub, is_async)})
 
-        def remembering(messages: Any) -> Wrapped:  # messages and beta.messages alike
-            return Wrapped(messages, create=_create(memory, hub, messages.create, is_async),
-                           stream=_create(memory, hub, messages.stream, is_async, helper=True))
 
-        beta = Wrapped(target.beta, messages=remembering(target.beta.messages))
-        return WrappedClient(client, messages=remembering(target.messages), beta=beta,  # type: ignore[return-value]
-                             **options)
-    completions = target.chat.completions
+def _messages(messages: Any, memory: Memory, hub: MemoryHub | AsyncMemoryHub,
+              is_async: bool) -> Wrapped:
+    """Anthropic's ``messages``: ``create`` and the ``stream()`` helper."""
+    return Wrapped(messages, create=_create(memory, hub, messages.create, is_async),
+                   stream=_create(memory, hub, messages.stream, is_async, helper=True))
+
+
+def _chat(chat: Any, memory: Memory, hub: MemoryHub | AsyncMemoryHub, is_async: bool) -> Wrapped:
+    """OpenAI's ``chat``: ``completions.create``, ``parse`` and the ``stream()`` helper."""
+    completions = chat.completions
     create = _create(memory, hub, completions.create, is_async)
-    chat = Wrapped(target.chat, completions=Wrapped(completions, create=create))
-    return WrappedClient(client, chat=chat, **options)  # type: ignore[return-value]
+
+    def stream(**kwargs: Any) -> Any:
+        # The SDK's helper makes its request with ``create(stream=True)``: given this
+        # ``create``, its stream is captured as that call's is, once read to its end.
+        options = kwargs.pop("memory", None)
+        through = Wrapped(completions, create=partial(create, memory=options))
+        return type(completions).stream(through, **kwargs)
+
+    return Wrapped(chat, completions=Wrapped(
+        completions, create=create, stream=stream,
+        parse=_create(memory, hub, completions.parse, is_async)))
 
 
 def _create(memory: Memory, hub: MemoryHub | AsyncMemoryHub, original: Callable[..., Any],
