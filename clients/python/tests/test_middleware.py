@@ -79,6 +79,25 @@ def test_anthropic_recalls_before_and_captures_after(hub: MemoryHub, remembered:
     assert len({m["conversation_id"] for m in messages}) == 1
 
 
+def test_messages_given_as_an_iterator_reach_the_model(hub: MemoryHub, remembered: str) -> None:
+    """The SDKs take ``messages`` (and Anthropic's ``system``) as any iterable: a generator,
+    read once, is read by the middleware into the list the model gets, whole, and that is
+    captured."""
+    asked, brief = {"role": "user", "content": ASK}, {"type": "text", "text": "Be brief."}
+    with ScriptedModel([claude(text("Risotto.")), gpt("Soup.")]) as model:
+        claude_side = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        claude_side.messages.create(model="claude-x", max_tokens=10, system=iter([brief]),
+                                    messages=(message for message in [asked]))
+        gpt_side = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-2",
+                               inject="disabled")
+        gpt_side.chat.completions.create(model="gpt-x", messages=iter([asked]))
+    assert [r["messages"] for r in model.requests] == [
+        [{"role": "user", "content": remembered}, asked], [asked]]
+    assert model.requests[0]["system"] == [brief]
+    assert stored(hub) == [("user", ASK), ("assistant", "Risotto.")]
+    assert stored(hub, "s-2") == [("user", ASK), ("assistant", "Soup.")]
+
+
 def test_a_call_with_capture_off_stays_off_the_record(hub: MemoryHub) -> None:
     """Its messages and its reply are not captured later either, when the next call resends
     the history that holds them (streamed or not)."""

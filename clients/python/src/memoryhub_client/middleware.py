@@ -441,6 +441,9 @@ class Memory:
         whose final message is captured when its block ends without an exception."""
         options = kwargs.pop("memory", None) or {}
         request = dict(kwargs)
+        for name in ("messages", "system"):  # what the SDKs take as any iterable and this
+            if isinstance(request.get(name), Iterator):  # reads first: a generator, read once
+                request[name] = list(request[name])
         said = self.provider.conversation(request)
         query = _last_user_text(said)
         if options.get("recall", True) and self.inject != "disabled" and query:
