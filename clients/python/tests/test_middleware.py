@@ -268,6 +268,28 @@ def test_anthropic_beta_messages_recall_and_capture(hub: MemoryHub, remembered: 
     assert hub.messages("alice", "s-1")["messages"][1]["metadata"] == CLAUDE_META
 
 
+def test_an_anthropic_turn_of_tool_results_and_text_is_captured_whole(hub: MemoryHub) -> None:
+    """A user turn can hold the tool results the model asked for and, after them, the user's
+    own words: the results are captured as a tool message (as a turn of results alone is),
+    then the text as the user's message."""
+    history = [{"role": "user", "content": "What do I like?"},
+               {"role": "assistant", "content": [
+                   text("Let me check."), tool_use("toolu_1", {"command": "view",
+                                                              "path": "/memories"})]},
+               {"role": "user", "content": [
+                   {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Vegetarian."},
+                   {"type": "text", "text": "Also, I moved to Lisbon."}]}]
+    with ScriptedModel([claude(text("Noted: vegetarian, in Lisbon."))]) as model:
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        client.messages.create(model="claude-x", max_tokens=100, messages=history)
+    assert model.requests[0]["messages"] == history
+    messages = hub.messages("alice", "s-1")["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "What do I like?"), ("assistant", "Let me check."), ("tool", "Vegetarian."),
+        ("user", "Also, I moved to Lisbon."), ("assistant", "Noted: vegetarian, in Lisbon.")]
+    assert messages[2]["metadata"] == {"tool_use_ids": ["toolu_1"]}
+
+
 def test_anthropic_injection_places(hub: MemoryHub, remembered: str) -> None:
     history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
                {"role": "user", "content": [{"type": "text", "text": ASK}]}]

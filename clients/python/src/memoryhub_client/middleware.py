@@ -187,7 +187,7 @@ class AnthropicMessages:
     name = "anthropic"
 
     def conversation(self, request: Mapping[str, Any]) -> list[Said]:
-        said = [self._message(m) for m in request.get("messages") or []]
+        said = [s for m in request.get("messages") or [] for s in self._turn(m)]
         system = request.get("system")
         if system:
             said.insert(0, Said("system", self._text(system)))
@@ -199,14 +199,23 @@ class AnthropicMessages:
             return content
         return "\n".join(_get(b, "text") or "" for b in content if _get(b, "type") == "text")
 
+    def _turn(self, message: Any) -> list[Said]:
+        """A message as captured: a user turn's tool results are a tool message (OpenAI's
+        shape), followed by the user's own text when the turn also holds some."""
+        content = _get(message, "content") or ""
+        results = [] if isinstance(content, str) else [
+            b for b in content if _get(b, "type") == "tool_result"]
+        if _get(message, "role") != "user" or not results:
+            return [self._message(message)]
+        tool = Said("tool", "\n".join(self._text(_get(b, "content") or "") for b in results),
+                    {"tool_use_ids": [_get(b, "tool_use_id") for b in results]})
+        said = self._text(content)
+        return [tool, Said("user", said)] if said else [tool]
+
     def _message(self, message: Any) -> Said:
         role, content = _get(message, "role"), _get(message, "content") or ""
-        blocks = [] if isinstance(content, str) else list(content)
-        results = [b for b in blocks if _get(b, "type") == "tool_result"]
-        if role == "user" and results and not self._text(content):
-            return Said("tool", "\n".join(self._text(_get(b, "content") or "") for b in results),
-                        {"tool_use_ids": [_get(b, "tool_use_id") for b in results]})
-        calls = [{"id": _get(b, "id"), "name": _get(b, "name")} for b in blocks
+        calls = [{"id": _get(b, "id"), "name": _get(b, "name")}
+                 for b in ([] if isinstance(content, str) else content)
                  if _get(b, "type") == "tool_use"]
         return Said(str(role), self._text(content), _metadata(tool_calls=calls))
 
