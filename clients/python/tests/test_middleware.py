@@ -48,6 +48,10 @@ def gpt_client(model: ScriptedModel) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{model.url}/v1", api_key="test", max_retries=0)
 
 
+class Dish(pydantic.BaseModel):
+    dish: str
+
+
 def test_anthropic_recalls_before_and_captures_after(hub: MemoryHub, remembered: str) -> None:
     replies = [claude(text("Mushroom risotto.")), claude(text("Enjoy!")),
                claude(text("Bye."))]
@@ -248,10 +252,13 @@ def test_anthropic_streaming_is_reassembled_and_tool_calls_kept(hub: MemoryHub) 
 
 def test_anthropic_beta_messages_recall_and_capture(hub: MemoryHub, remembered: str) -> None:
     """``client.beta.messages`` (``betas=[...]``, as apps using Claude's memory tool call it):
-    ``create`` and the ``stream()`` helper recall and capture as ``messages`` do."""
+    ``create`` and the ``stream()`` helper recall and capture as ``messages`` do; so does
+    ``messages.parse``."""
     asked = [{"role": "user", "content": ASK}]
     betas = ["context-management-2025-06-27"]
-    with ScriptedModel([claude(text("Mushroom risotto.")), claude(text("Lentil soup."))]) as model:
+    replies = [claude(text("Mushroom risotto.")), claude(text("Lentil soup.")),
+               claude(text('{"dish": "Bean stew"}'))]
+    with ScriptedModel(replies) as model:
         client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
         reply = client.beta.messages.create(model="claude-x", max_tokens=100, messages=asked,
                                             betas=betas)
@@ -260,11 +267,16 @@ def test_anthropic_beta_messages_recall_and_capture(hub: MemoryHub, remembered: 
         with client.beta.messages.stream(model="claude-x", max_tokens=100, messages=asked,
                                          betas=betas) as stream:
             assert "".join(stream.text_stream) == "Lentil soup."
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-3")
+        parsed = client.messages.parse(model="claude-x", max_tokens=100, messages=asked,
+                                       output_format=Dish)
+        assert parsed.parsed_output == Dish(dish="Bean stew")
     assert [r["messages"] for r in model.requests] == [
-        [{"role": "user", "content": remembered}, *asked]] * 2
-    assert [h["anthropic-beta"] for h in model.headers] == betas * 2
+        [{"role": "user", "content": remembered}, *asked]] * 3
+    assert [h.get("anthropic-beta") for h in model.headers] == [*betas, *betas, None]
     assert stored(hub) == [("user", ASK), ("assistant", "Mushroom risotto.")]
     assert stored(hub, "s-2") == [("user", ASK), ("assistant", "Lentil soup.")]
+    assert stored(hub, "s-3") == [("user", ASK), ("assistant", '{"dish": "Bean stew"}')]
     assert hub.messages("alice", "s-1")["messages"][1]["metadata"] == CLAUDE_META
 
 
@@ -353,10 +365,6 @@ def test_openai_recalls_injects_and_captures_streams_included(hub: MemoryHub,
     assert messages[1]["metadata"] == GPT_META
     assert messages[3]["metadata"] == GPT_META  # the stream's usage chunk included
     assert stored(hub, "s-2") == []
-
-
-class Dish(pydantic.BaseModel):
-    dish: str
 
 
 def test_openai_parse_and_stream_helpers_recall_and_capture(hub: MemoryHub, remembered: str,

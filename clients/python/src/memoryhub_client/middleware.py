@@ -6,7 +6,7 @@
     client.messages.create(model=..., max_tokens=1024, messages=[...])  # as before
 
 ``with_memory`` wraps an ``anthropic`` client (``Anthropic``, ``AsyncAnthropic``:
-``messages.create`` and the ``messages.stream()`` helper, and the same two under
+``messages.create``, ``parse`` and the ``messages.stream()`` helper, and the same under
 ``beta.messages``, called with ``betas=[...]``) or an ``openai`` one (``OpenAI``,
 ``AsyncOpenAI``: ``chat.completions.create``, ``parse`` and the ``stream()`` helper, under
 ``chat`` and ``beta.chat``), with a ``MemoryHub`` for a sync client and an
@@ -832,8 +832,9 @@ def _wrapped(client: C, memory: Memory, hub: MemoryHub | AsyncMemoryHub, is_asyn
 
 def _messages(messages: Any, memory: Memory, hub: MemoryHub | AsyncMemoryHub,
               is_async: bool) -> Wrapped:
-    """Anthropic's ``messages``: ``create`` and the ``stream()`` helper."""
+    """Anthropic's ``messages``: ``create``, ``parse`` and the ``stream()`` helper."""
     return Wrapped(messages, create=_create(memory, hub, messages.create, is_async),
+                   parse=_create(memory, hub, messages.parse, is_async),
                    stream=_create(memory, hub, messages.stream, is_async, helper=True))
 
 
