@@ -66,6 +66,7 @@ from memoryhub.services.documents import (
     memory_edit,
     memory_rename,
 )
+from memoryhub.services.limits import ScopeOverLimit
 from memoryhub.services.writer import Writer
 from tenants.models import Tenant
 
@@ -277,9 +278,18 @@ def _create(call: Call) -> str:
     elif path == ROOT:
         raise ToolError(already_exists(raw))  # what memory_create says, with no person to read
     else:
-        # The person's first write creates them; a refused one must not leave them behind.
+        # The person's first write creates them; a refused one must not leave them behind,
+        # except one refused by max_scope_bytes: its memory.pressure event names them and is
+        # kept (as the documents API keeps it), and nothing else of the write was made.
+        kept: ScopeOverLimit | None = None
         with transaction.atomic():
-            create(end_user_get_or_create(tenant=call.writer.tenant, user_id=call.user_id))
+            end_user = end_user_get_or_create(tenant=call.writer.tenant, user_id=call.user_id)
+            try:
+                create(end_user)
+            except ScopeOverLimit as refusal:
+                kept = refusal
+        if kept is not None:
+            raise kept
     return create_ok(raw)
 
 

@@ -324,6 +324,16 @@ def test_limits_are_tool_errors_that_say_what_to_do(kit, globex) -> None:
     ok(kit, **create("/c.md", "x" * 6), scope="session", session_id="s-1")
 
 
+def test_a_new_persons_first_write_over_the_scope_limit_records_pressure(kit, globex) -> None:
+    set_limits(kit, max_document_bytes=100, max_scope_bytes=10)
+    assert err(kit, "newcomer", **create("/a.md", "x" * 11)).startswith("Error: ")
+    pressure = [e for e in events(kit) if e["type"] == "memory.pressure"]
+    assert [(e["user_id"], e["actor"], e["data"]) for e in pressure] == [
+        ("newcomer", "assistant",
+         {"scope": "global", "scope_key": None, "used_bytes": 0, "limit_bytes": 10})]
+    assert err(kit, "newcomer", **view("/a.md")).startswith("The path /a.md does not exist")
+
+
 def test_writes_per_turn(kit, globex) -> None:
     set_limits(kit, max_writes_per_turn=3)
     for n in range(3):
