@@ -78,11 +78,19 @@ def credential_message(name: str) -> str:
 register_detector(
     "memoryhub_api_key", r"(?<![A-Za-z0-9])mh_(?:[0-9]+_)?[a-z0-9]{8}_[A-Za-z0-9_-]{32,}"
 )
-# Anthropic: sk-ant-api03-..., sk-ant-admin01-..., sk-ant-oat01-... (long urlsafe bodies).
-register_detector("anthropic_api_key", _B + r"sk-ant-[A-Za-z0-9_-]{20,}")
-# OpenAI: legacy sk-<48 alnum>, sk-proj-..., sk-svcacct-..., sk-admin-... The body must hold a
-# digit: random keys always do (all but ~2e-4 of them), hyphenated prose does not.
-register_detector("openai_api_key", _B + r"sk-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}")
+# The body of a key after its prefix must hold a digit: random keys always do (all but ~2e-4
+# of them), hyphenated prose does not.
+_KEY_BODY = r"(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]"
+# Anthropic: sk-ant-api03-..., sk-ant-admin01-..., sk-ant-oat01-... (long urlsafe bodies). The
+# prefix is a key's alone, so a short one (a truncated or made-up key, sk-ant-api03-abc123) is
+# refused too.
+register_detector("anthropic_api_key", _B + r"sk-ant-" + _KEY_BODY + "{8,}")
+# OpenAI: legacy sk-<48 alnum>, sk-proj-..., sk-svcacct-..., sk-admin-...: short after one of
+# the named prefixes (sk-proj-abc123def456), else 20 characters ("sk-short1" is prose).
+register_detector(
+    "openai_api_key",
+    _B + r"sk-(?:(?:proj|svcacct|admin)-" + _KEY_BODY + "{8,}|" + _KEY_BODY + "{20,})",
+)
 # AWS access key ids: long-term AKIA, temporary ASIA, then 16 upper-case base32-ish characters.
 register_detector("aws_access_key_id", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")
 # Google API keys: AIza + 35 urlsafe characters.

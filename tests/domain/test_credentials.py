@@ -109,6 +109,24 @@ def test_detects_secret_alone_and_inside_prose(kind: str) -> None:
     assert find_credential(f'config = {{"key": "{secret}"}}') == EXPECTED_NAME[kind]
 
 
+@pytest.mark.parametrize(("text", "name"), [
+    ("my key is sk-ant-api03-abc123", "anthropic_api_key"),  # short, made-up or truncated
+    ("sk-ant-oat01-x7Y8z9w0", "anthropic_api_key"),
+    ("OPENAI_API_KEY=sk-proj-abc123def456", "openai_api_key"),
+    ("sk-svcacct-9f8e7d6c5b", "openai_api_key"),
+])
+def test_a_short_key_after_a_prefix_only_keys_have_is_refused(text: str, name: str) -> None:
+    assert find_credential(text) == name
+
+
+@pytest.mark.parametrize("text", [
+    "Anthropic keys start with sk-ant- and OpenAI project keys with sk-proj-.",
+    "sk-ant-api-keys", "sk-proj-roadmap", "sk-ant-12", "sk-admin-panel-v",
+])
+def test_a_keys_prefix_in_prose_passes(text: str) -> None:
+    assert find_credential(text) is None
+
+
 def test_anthropic_is_named_before_the_generic_sk_pattern() -> None:
     assert find_credential(SECRETS["anthropic_api_key"]) == "anthropic_api_key"
 
