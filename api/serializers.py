@@ -48,6 +48,7 @@ from tenants.services import (
     MAX_CONVERSATION_DAYS,
     MAX_CONVERSATION_TIMEOUT_MINUTES,
     MAX_MESSAGE_BYTES,
+    MAX_SESSION_DAYS,
     tenant_setting_problem,
 )
 
@@ -449,7 +450,7 @@ class LimitsSerializer(ClosedSerializer):
 class RetentionSerializer(ClosedSerializer):
     # 100 years, as on the dashboard: retention subtracts this many days from today, and a
     # few million days go past year 1 (OverflowError in the hourly purge).
-    session_days = StrictIntegerField(min_value=1, max_value=36500, allow_null=True,
+    session_days = StrictIntegerField(min_value=1, max_value=MAX_SESSION_DAYS, allow_null=True,
                                       required=False)
     conversation_days = StrictIntegerField(
         min_value=1, max_value=MAX_CONVERSATION_DAYS, allow_null=True, required=False,

@@ -21,20 +21,34 @@ from __future__ import annotations
 from typing import Any
 
 from allauth.account.decorators import secure_admin_login
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
 from memoryhub.models import EndUser
 from tenants.context import tenant_context
 from tenants.models import Membership, Tenant
-from tenants.services import TENANT_SETTING_FIELDS, tenant_settings_update
+from tenants.services import TENANT_SETTING_FIELDS, tenant_setting_problem, tenant_settings_update
 
 admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-assign]
 admin.site.site_header = "MemoryHub platform administration"
 
 
+class TenantAdminForm(forms.ModelForm):
+    """The settings' own rules (tenants.services), as the API and the dashboard apply them:
+    ``save_model`` is too late to refuse a value with a message beside its field."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for name in TENANT_SETTING_FIELDS & set(cleaned):
+            if (problem := tenant_setting_problem(name, cleaned[name])) is not None:
+                self.add_error(name, problem)
+        return cleaned
+
+
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
+    form = TenantAdminForm
     list_display = ("slug", "name", "memory_enabled", "member_count", "end_user_count",
                     "created_at")
     search_fields = ("slug", "name")

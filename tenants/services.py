@@ -167,6 +167,7 @@ TENANT_SETTING_FIELDS = frozenset(
 MAX_CONVERSATION_TIMEOUT_MINUTES = 7 * 24 * 60  # a week
 MAX_MESSAGE_BYTES = 1_048_576  # a request body is at most 1 MiB, so a message can be no larger
 MAX_CONVERSATION_DAYS = 36_500  # a century; the retention job's date arithmetic needs a bound
+MAX_SESSION_DAYS = 36_500  # the same bound for session memory's retention
 MAX_COLUMN_INTEGER = 2**31 - 1  # what the integer columns hold
 
 
@@ -174,6 +175,12 @@ def _at_most(limit: int) -> Callable[[object], str | None]:
     def problem(value: object) -> str | None:
         return f"Must be at most {limit}." if isinstance(value, int) and value > limit else None
     return problem
+
+
+def _a_share(value: object) -> str | None:
+    if isinstance(value, int | float) and not 0.0 <= value <= 1.0:
+        return "Must be between 0 and 1."
+    return None
 
 
 # The rules a setting's value must follow beyond its type: one place, called by the API's
@@ -185,6 +192,8 @@ _SETTING_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "max_message_bytes": _at_most(MAX_MESSAGE_BYTES),
     "max_history_tokens": _at_most(MAX_COLUMN_INTEGER),
     "conversation_days": _at_most(MAX_CONVERSATION_DAYS),
+    "session_days": _at_most(MAX_SESSION_DAYS),
+    "recall_threshold": _a_share,
 }
 
 

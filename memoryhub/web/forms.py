@@ -8,8 +8,12 @@ from django import forms
 
 from memoryhub.capture_policy import MAX_PATTERNS, ROLES
 from memoryhub.identifiers import PROFILE_RULE, is_profile_name, is_session_id
-from tenants.models import CONVERSATION_SETTING_FIELDS, DEFAULT_LIMITS, Permission, Role
-from tenants.services import MAX_CONVERSATION_TIMEOUT_MINUTES, tenant_setting_problem
+from tenants.models import DEFAULT_LIMITS, Permission, Role
+from tenants.services import (
+    MAX_CONVERSATION_TIMEOUT_MINUTES,
+    MAX_SESSION_DAYS,
+    tenant_setting_problem,
+)
 
 FORGET_WORD = "FORGET"
 
@@ -130,7 +134,7 @@ class TenantSettingsForm(forms.Form):
         help_text="Off: every index is empty and every memory tool command is refused.",
     )
     session_days = forms.IntegerField(
-        label="Keep session memory (days)", required=False, min_value=1, max_value=36500,
+        label="Keep session memory (days)", required=False, min_value=1, max_value=MAX_SESSION_DAYS,
         help_text="Blank keeps session memory until the session is deleted.",
     )
     recall_threshold = forms.FloatField(
@@ -179,7 +183,7 @@ class TenantSettingsForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         # The settings' own rules (tenants.services), the same the API applies: not repeated here.
         cleaned = super().clean() or {}
-        for name in CONVERSATION_SETTING_FIELDS:
+        for name in self.fields:
             if name in cleaned and (problem := tenant_setting_problem(name, cleaned[name])):
                 self.add_error(name, problem)
         return cleaned
