@@ -103,3 +103,21 @@ def test_the_export_reads_one_snapshot_in_its_own_transaction(acme, globex) -> N
     seed_every_table(acme, "acmemark")
     out, _ = export("acme")
     assert '"kind":"end_user"' in out and "globex" not in out.split("\n", 1)[1]
+
+
+@pytest.mark.parametrize("where", ["a directory", "a missing directory", "nowhere"])
+def test_an_output_that_cannot_be_written_is_refused_before_the_export(
+    acme, tmp_path, where,
+) -> None:
+    """A directory was found only at the end, when the finished file was renamed onto it (the
+    whole export thrown away, then IsADirectoryError), and an unwritable place was a
+    traceback; both are a one-line error now, before anything is read or audited."""
+    output = {"a directory": str(tmp_path), "nowhere": "",
+              "a missing directory": str(tmp_path / "missing" / "acme.jsonl")}[where]
+    with pytest.raises(CommandError, match="Cannot write the export") as refused:
+        export("acme", "--output", output)
+    assert output in str(refused.value)
+    assert list(tmp_path.iterdir()) == [] and not (tmp_path.parent / f"{tmp_path.name}.partial"
+                                                   ).exists()
+    with tenant_context(acme.tenant.id):
+        assert not AuditEntry.objects.filter(action="tenant.exported").exists()

@@ -125,9 +125,14 @@ def _opened(output: str, stdout: OutputWrapper) -> Iterator[Write]:
         stdout.flush()
         return
     path = Path(output)
+    if not output or path.is_dir():  # found only at the end, by the rename, after all the work
+        raise CommandError(f"Cannot write the export to {output!r}: name a file to write.")
     partial = path.with_name(path.name + ".partial")
-    stream = (gzip.open(partial, "wt", encoding="utf-8") if path.suffix == ".gz"
-              else partial.open("w", encoding="utf-8"))
+    try:
+        stream = (gzip.open(partial, "wt", encoding="utf-8") if path.suffix == ".gz"
+                  else partial.open("w", encoding="utf-8"))
+    except OSError as error:
+        raise CommandError(f"Cannot write the export to {output!r}: {error.strerror}.") from error
     try:
         with stream:
             yield stream.write
