@@ -6,7 +6,7 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -270,3 +270,23 @@ def test_a_creates_statement_shares_only_the_tenant_between_its_parts(acme) -> N
     assert set(passages) & set(event.params) == {"tenant"}
     assert passages["tenant"] == event.params["tenant"] == acme.tenant.id
     assert not {name for name in {*passages, *event.params} if name.startswith("document_")}
+
+
+@pytest.mark.parametrize("args", [["--tenant", "acne"], ["--batch-size", "0"],
+                                  ["--batch-size", "-2"], ["--limit", "-1"]])
+def test_reembed_refuses_an_unknown_tenant_and_numbers_that_are_not_positive(
+    acme, globex, args,
+) -> None:
+    """A mistyped --tenant re-embedded nothing and said "Done: 0 embedded, 0 left" (exit 0),
+    as if that tenant were up to date; --batch-size 0 embedded nothing, -2 was a database
+    error (a negative LIMIT), and --limit -1 announced "Re-embedding -1 passages"."""
+    put(acme, "alice", "/n.md", "note")
+    embed_all(acme)
+    with tenant_context(acme.tenant.id):
+        Passage.objects.update(embedding_provider="old-model:384")
+    out = StringIO()
+    with pytest.raises(CommandError, match="No tenant 'acne'|must be a positive whole number"):
+        call_command("reembed", *args, stdout=out)
+    assert "Re-embedding" not in out.getvalue()
+    with tenant_context(acme.tenant.id):
+        assert Passage.objects.get().embedding_provider == "old-model:384"

@@ -9,9 +9,10 @@ this one stopped.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub.infra.embeddings import get_provider, provider_key
 from memoryhub.management.progress import ProgressBar
@@ -25,13 +26,20 @@ from tenants.context import tenant_context
 from tenants.models import Tenant
 
 
+def _positive(text: str) -> int:
+    value = int(text) if text.isascii() and text.isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, not {text!r}")
+    return value
+
+
 class Command(BaseCommand):
     help = "Embed every passage that has no vector of the configured provider (resumable)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--batch-size", type=int, default=64)
+        parser.add_argument("--batch-size", type=_positive, default=64)
         parser.add_argument("--tenant", help="only this tenant (slug)")
-        parser.add_argument("--limit", type=int, default=None,
+        parser.add_argument("--limit", type=_positive, default=None,
                             help="stop after about this many passages (resume later)")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -39,6 +47,8 @@ class Command(BaseCommand):
         tenants = Tenant.objects.order_by("id")
         if options["tenant"]:
             tenants = tenants.filter(slug=options["tenant"])
+            if not tenants.exists():  # else "Done: 0 embedded", as if it were up to date
+                raise CommandError(f"No tenant {options['tenant']!r}.")
         work = []
         for tenant_id in tenants.values_list("id", flat=True):
             with tenant_context(tenant_id):
