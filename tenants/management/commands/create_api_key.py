@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tenants.models import Tenant
+from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_create
 
 
@@ -29,9 +29,14 @@ class Command(BaseCommand):
         tenant = Tenant.objects.filter(slug=options["slug"]).first()
         if tenant is None:
             raise CommandError(f"No tenant {options['slug']!r}. Create it with create_tenant.")
+        name, longest = options["name"], ApiKey._meta.get_field("name").max_length
+        if not name.strip():  # as the API and the dashboard refuse it
+            raise CommandError("The key's --name must not be blank.")
+        if longest is not None and len(name) > longest:  # else PostgreSQL's DataError
+            raise CommandError(f"The key's --name must be at most {longest} characters.")
         permissions = [p.strip() for p in options["permissions"].split(",") if p.strip()]
         try:
-            key = api_key_create(tenant=tenant, name=options["name"], permissions=permissions,
+            key = api_key_create(tenant=tenant, name=name, permissions=permissions,
                                  user_id=options["user"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc

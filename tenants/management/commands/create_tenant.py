@@ -29,6 +29,10 @@ class Command(BaseCommand):
             validate_slug(slug)
         except Exception as exc:
             raise CommandError(f"Invalid slug {slug!r}: use letters, digits, - and _.") from exc
+        for field, value in (("slug", slug), ("name", options["name"])):
+            longest = getattr(Tenant._meta.get_field(field), "max_length", None)
+            if longest is not None and len(value) > longest:  # else PostgreSQL's DataError
+                raise CommandError(f"The {field} must be at most {longest} characters.")
         if Tenant.objects.filter(slug=slug).exists():
             raise CommandError(f"Tenant {slug!r} already exists; use create_api_key for a new key.")
         try:
