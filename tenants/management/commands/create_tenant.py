@@ -6,8 +6,11 @@ import json
 from argparse import ArgumentParser
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.core.validators import validate_slug
+from django.core.validators import validate_email, validate_slug
 from django.db import IntegrityError
 
 from tenants.models import Tenant
@@ -35,6 +38,7 @@ class Command(BaseCommand):
                 raise CommandError(f"The {field} must be at most {longest} characters.")
         if Tenant.objects.filter(slug=slug).exists():
             raise CommandError(f"Tenant {slug!r} already exists; use create_api_key for a new key.")
+        _check_owner(options["owner_email"], options["owner_password"])
         try:
             tenant = tenant_create(
                 slug=slug, name=options["name"], owner_email=options["owner_email"],
@@ -48,3 +52,29 @@ class Command(BaseCommand):
             "api_key": key.plaintext,
             "owner_email": options["owner_email"],
         }))
+
+
+def _check_owner(email: str | None, password: str | None) -> None:
+    """Refuse an owner the command would get wrong, before the tenant exists: a password with
+    no account to set it on, an address allauth could never log in with, a password the
+    sign-up form refuses, or a new password for an account that already has one (it would
+    silently lock that person out of every other tenant they belong to)."""
+    if email is None:
+        if password is not None:
+            raise CommandError("--owner-password needs --owner-email.")
+        return
+    try:
+        validate_email(email)
+    except ValidationError as exc:
+        raise CommandError(f"Invalid owner email {email!r}.") from exc
+    if password is None:
+        return
+    if get_user_model().objects.filter(email__iexact=email).exists():
+        raise CommandError(
+            f"An account for {email} already exists: leave out --owner-password to make it "
+            "the owner with the password it has."
+        )
+    try:
+        validate_password(password)
+    except ValidationError as exc:
+        raise CommandError("--owner-password: " + " ".join(exc.messages)) from exc
