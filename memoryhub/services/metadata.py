@@ -42,7 +42,9 @@ def metadata_checked(value: object, where: str) -> dict[str, Any]:
     if len(encoded) > MAX_METADATA_BYTES:
         raise MetadataRefusal("invalid_message",
                               f"{where} is over {MAX_METADATA_BYTES} bytes of JSON.")
-    if b"\\u0000" in encoded:  # json escapes NUL; PostgreSQL's jsonb refuses it
+    # PostgreSQL's jsonb refuses a NUL. Looked for in the keys and strings themselves: in the
+    # JSON text, ``\u0000`` is also how a backslash followed by "u0000" ends (quoted code).
+    if any("\x00" in text for text in metadata_texts(value)):
         raise MetadataRefusal("not_text", f"{where} holds a NUL character.")
     return value
 

@@ -148,6 +148,19 @@ def test_metadata_is_measured_as_compact_json_and_its_numbers_must_be_finite(acm
     assert len(stored(acme)) == 1
 
 
+def test_a_nul_in_metadata_is_not_text_but_an_escaped_one_is_text(acme) -> None:
+    """PostgreSQL's jsonb refuses a NUL, in a key or a string. A backslash followed by "u0000"
+    (a Windows path, a snippet of code) is text: it was refused as a NUL, because its JSON
+    ends in the same six characters."""
+    for metadata in ({"k": "a\x00b"}, {"a\x00": 1}, {"deep": [{"k": "\x00"}]}):
+        response = acme.client.post(capture_url(), {"messages": [user("x", metadata=metadata)]},
+                                    format="json")
+        assert error_of(response) == (400, "not_text")
+    path = {"path": "C:\\u0000dir", "C:\\u0000": ["\\u0000"]}
+    capture(acme, user("x", metadata=path))
+    assert [m["metadata"] for m in stored(acme)] == [path]
+
+
 def test_invalid_utf8_is_not_text(acme) -> None:
     raw = b'{"messages": [{"role": "user", "content": "caf\xe9"}]}'
     response = acme.client.post(capture_url(), raw, content_type="application/json")
