@@ -127,6 +127,31 @@ def test_a_call_with_capture_off_stays_off_the_record(hub: MemoryHub) -> None:
                            ("assistant", "Enjoy.")]
 
 
+def test_a_sliding_window_of_history_is_captured_once(hub: MemoryHub) -> None:
+    """An app that sends the model only its last messages (a sliding window of the history)
+    began each history with a message chained from nothing: every message in the window got
+    a new id, and was captured again each call. Each is captured once, with the id the whole
+    history gives it, so a reply asked for again adds only itself, and sending the whole
+    history later adds only what is new."""
+    brief = {"role": "system", "content": "Be brief."}
+    replies = [*(gpt(f"A{n}") for n in range(1, 5)), gpt("A4 again"), gpt("A5")]
+    with ScriptedModel(replies) as model:
+        client = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-1",
+                             inject="disabled")
+        history: list[dict[str, Any]] = []
+        for n in range(1, 5):
+            history.append({"role": "user", "content": f"Q{n}"})
+            reply = client.chat.completions.create(model="gpt-x", messages=[brief, *history[-3:]])
+            history.append({"role": "assistant", "content": reply.choices[0].message.content})
+        client.chat.completions.create(model="gpt-x", messages=[brief, *history[-4:-1]])
+        history.append({"role": "user", "content": "Q5"})
+        client.chat.completions.create(model="gpt-x", messages=[brief, *history])
+    assert [r["messages"][1:] for r in model.requests[2:4]] == [history[2:5], history[4:7]]
+    said = [(role, f"{letter}{n}") for n in range(1, 5)
+            for role, letter in (("user", "Q"), ("assistant", "A"))]
+    assert stored(hub) == [*said, ("assistant", "A4 again"), ("user", "Q5"), ("assistant", "A5")]
+
+
 def test_a_message_the_hub_refuses_is_left_out_not_retried_forever(
         hub: MemoryHub, caplog: Any) -> None:
     """A pasted text over the tenant's max_message_bytes (64 KiB by default) is 422 for any

@@ -49,7 +49,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 import httpx
 
@@ -415,6 +415,18 @@ class IO(Protocol):
     def manager(self, manager: Any, finish: Callable[[Any], Coroutine[Any, Any, None]]) -> Any: ...
 
 
+UNCHAINED = ("system", "developer")  # prompts, not turns: they leave the chain of ids alone
+
+
+class Link(NamedTuple):
+    """A message of a conversation as the chain of ids knows it."""
+
+    role: str
+    content: str
+    id: str
+    previous: str  # the id it follows ("" for the first)
+
+
 def message_id(previous: str, said: Said) -> str:
     """A message's id: its role and text after the ids before it (system prompts aside, so a
     system prompt that changes leaves the conversation's ids as they were)."""
@@ -439,6 +451,9 @@ class Memory:
     # The last message of each call made with capture off: the reply that follows it in a
     # later call's history is that call's reply, and stays uncaptured with it.
     off_record: set[str] = field(default_factory=set)
+    # The last call's conversation, system prompts aside: a history sent as a sliding window
+    # (its oldest messages dropped) continues it, with the same ids.
+    last_chain: list[Link] = field(default_factory=list)
 
     def failed(self, what: str, error: Exception) -> None:
         if self.strict:
@@ -490,21 +505,31 @@ class Memory:
         """A call with ``capture`` off is never captured, by this call or by a later one whose
         history repeats it: its messages (the system prompt aside) count as captured, and so
         does the reply that a later history has after them."""
-        ids = [identifier for _, identifier, message in _identified(said)
-               if message.role not in ("system", "developer")]
+        ids = [identifier for _, identifier, message in self.identified(said)
+               if message.role not in UNCHAINED]
         self.captured.update(ids)
         if ids:
             self.off_record.add(ids[-1])
 
     def new_messages(self, said: list[Said]) -> list[MessageIn]:
         messages: list[MessageIn] = []
-        for previous, identifier, message in _identified(said):
+        for previous, identifier, message in self.identified(said):
             if identifier in self.captured or (
                     previous in self.off_record and message.role == "assistant"):
                 continue
             messages.append({"role": message.role, "content": _storable(message.content),  # type: ignore[typeddict-item]
                              "id": identifier, "metadata": _fitted(message.metadata)})
         return messages
+
+    def identified(self, said: list[Said]) -> list[tuple[str, str, Said]]:
+        """``said`` with ids (:func:`_identified`), the first message following what it
+        followed in the last call when ``said`` is a sliding window of that conversation;
+        remembered as the conversation the next call may continue."""
+        told = list(_identified(said, _window_start(self.last_chain, said)))
+        self.last_chain = [Link(message.role, message.content, identifier, previous)
+                           for previous, identifier, message in told
+                           if message.role not in UNCHAINED]
+        return told
 
     async def capture(self, io: IO, said: list[Said]) -> None:
         for batch in _batches(self.new_messages(said)):
@@ -551,15 +576,32 @@ def _batches(messages: list[MessageIn]) -> Iterator[list[MessageIn]]:
         yield batch
 
 
-def _identified(said: list[Said]) -> Iterator[tuple[str, str, Said]]:
+def _identified(said: list[Said], previous: str = "") -> Iterator[tuple[str, str, Said]]:
     """Each message with its id and the id it follows (system prompts aside, see
-    :func:`message_id`)."""
-    previous = ""
+    :func:`message_id`); ``previous``: the id the first one follows ("" at the start)."""
     for message in said:
         identifier = message_id(previous, message)
         yield previous, identifier, message
-        if message.role not in ("system", "developer"):
+        if message.role not in UNCHAINED:
             previous = identifier
+
+
+def _window_start(known: list[Link], said: list[Said]) -> str:
+    """The id that ``said``'s first message follows. An app that sends the model only its
+    last messages (a sliding window) begins each history with a later message of the
+    conversation ``known`` (the last call's): chained from "" again, every message in the
+    window got a new id and was captured a second time, each call. A history that begins
+    with the end of ``known`` (the longest such run: the whole of it when the history goes on
+    from it) follows what that run followed; else one that begins as ``known`` did (a reply
+    asked for again, an edited message) begins where it began; any other starts at ""."""
+    told = [(m.role, m.content) for m in said if m.role not in UNCHAINED]
+    seen = [(link.role, link.content) for link in known]
+    for overlap in range(min(len(told), len(seen)), 0, -1):
+        if told[:overlap] == seen[-overlap:]:
+            return known[-overlap].previous
+    if told and seen and told[0] == seen[0]:
+        return known[0].previous
+    return ""
 
 
 def run_now(flow: Coroutine[Any, Any, T]) -> T:
