@@ -28,10 +28,15 @@ _MESSAGES = Message._meta.db_table
 HISTORY_ROLES = [MessageRole.USER.value, MessageRole.ASSISTANT.value]
 LINE_OVERHEAD = 3  # ": " and the newline
 _SHORTEST_LINE = min(map(len, HISTORY_ROLES)) + LINE_OVERHEAD
+# A conversation with neither (only tool or developer messages) would be an empty block: it
+# is not one of the last conversations the history shows.
 _HISTORY = f"""
 SELECT {model_columns(Conversation, "c")}, b.body
 FROM (SELECT * FROM {_CONVERSATIONS} c
       WHERE {tenant_is("c")} AND c.end_user_id = %s{{filters}}
+        AND (c.summary <> '' OR EXISTS (
+          SELECT FROM {_MESSAGES} m WHERE {tenant_is("m")} AND m.conversation_id = c.id
+            AND m.role = ANY(%s)))
       ORDER BY c.last_message_at DESC, c.id DESC LIMIT %s) c
 LEFT JOIN LATERAL (
   SELECT string_agg(line, '' ORDER BY seq) AS body FROM (
@@ -57,15 +62,17 @@ def history_recent(
     *, end_user_id: int, limit: int, exclude_session: str | None, profile: str | None,
     budget_chars: int,
 ) -> list[tuple[Conversation, str]]:
-    """The person's last ``limit`` conversations, newest first (by last message; those of
-    ``exclude_session`` left out, only those of ``profile`` if given), each with, when it has
-    no summary, its user and assistant messages as "<role>: <content>\\n" lines in order, up
-    to the one that crosses ``budget_chars`` ("" for a summary or no such message)."""
+    """The person's last ``limit`` conversations with something to show (a summary, or a user
+    or assistant message), newest first (by last message; those of ``exclude_session`` left
+    out, only those of ``profile`` if given), each with, when it has no summary, its user and
+    assistant messages as "<role>: <content>\\n" lines in order, up to the one that crosses
+    ``budget_chars`` ("" for a summary)."""
     tenant = tenant_id()
     filters = [value for value in (exclude_session, profile) if value is not None]
     sql = _history_sql(exclude_session is not None, profile is not None)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [tenant, end_user_id, *filters, limit, tenant, HISTORY_ROLES,
+        cursor.execute(sql, [tenant, end_user_id, *filters, tenant, HISTORY_ROLES, limit,
+                             tenant, HISTORY_ROLES,
                              budget_chars // _SHORTEST_LINE + 1, budget_chars])
         rows = cursor.fetchall()
     return [(model_from_row(Conversation, row[:-1]), row[-1] or "") for row in rows]

@@ -218,6 +218,26 @@ def test_history_blocks_newest_first_summary_instead_of_messages(acme) -> None:
     ) + block("2026-11-06 17:00:00", "Alice asked an old question.") + "</conversation_history>"
 
 
+def test_a_conversation_with_nothing_to_show_is_no_block(acme) -> None:
+    """Only tool or developer messages and no summary: it was an empty block (its time and
+    nothing else), and it took one of ``limit``'s places from a conversation with content."""
+    capture(acme, user("real question", created_at=at(0)),
+            assistant("real answer", created_at=at(1)), session="s1")
+    quiet = capture(acme, {"role": "tool", "content": "tool out", "created_at": at(60)},
+                    {"role": "developer", "content": "be terse"}, session="s2")
+    reply = history(acme, limit=1)
+    assert reply["text"] == HEAD + block(
+        "2026-11-06 17:01:00", "user: real question", "assistant: real answer",
+    ) + "</conversation_history>"
+    assert [c["session_id"] for c in reply["conversations"]] == ["s1"]
+    capture(acme, {"role": "tool", "content": "only tools"}, session="s3")
+    assert history(acme, exclude_session="s1") == {"enabled": True, "text": "",
+                                                   "conversations": []}
+    acme.client.put(f"{BASE}/users/alice/conversations/{quiet['conversation_id']}/summary",
+                    {"summary": "Ran a tool."}, format="json")
+    assert [c["session_id"] for c in history(acme)["conversations"]] == ["s2", "s1"]
+
+
 def test_history_is_empty_text_without_conversations(acme) -> None:
     assert history(acme) == {"enabled": True, "text": "", "conversations": []}
     assert history(acme, "nobody") == {"enabled": True, "text": "", "conversations": []}
