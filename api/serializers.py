@@ -29,7 +29,7 @@ from rest_framework import serializers
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.errors import ApiError
-from api.params import identifier_schema
+from api.params import identifier_schema, valid_process
 from memoryhub.capture_policy import MAX_PATTERN_CHARS, MAX_PATTERNS, ROLES
 from memoryhub.errors import echo
 from memoryhub.facts import FACT_TYPES, MAX_FACT_BYTES
@@ -41,6 +41,7 @@ from memoryhub.selectors.recall import DEFAULT_SOURCES as DEFAULT_RECALL_SOURCES
 from memoryhub.selectors.recall import SOURCES as RECALL_SOURCES
 from memoryhub.services.conversations import MAX_MESSAGES_PER_REQUEST
 from memoryhub.services.documents import NOT_ONE_LINE
+from memoryhub.services.facts import FactInput
 from memoryhub.services.metadata import MAX_METADATA_BYTES
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
 from tenants.services import (
@@ -719,6 +720,22 @@ class FactCreateSerializer(serializers.Serializer):
             if attrs.get(name) is None:
                 attrs[name] = default
         return {name: value for name, value in attrs.items() if value is not None}
+
+    def fact_input(self) -> FactInput:
+        """The valid body as the service's input (``POST .../facts`` and MCP's ``remember``);
+        ``ApiError`` 400 ``invalid_process`` for a process tag outside its rule."""
+        data: dict[str, Any] = self.validated_data
+        process = data.get("process")
+        source = data.get("source") or {}
+        return FactInput(
+            content=data["content"], type=data["type"], subject=data.get("subject") or "",
+            predicate=data.get("predicate") or "", object=data.get("object") or "",
+            process=valid_process(process) if process else "",
+            confidence=data["confidence"], valid_at=data.get("valid_at"),
+            invalid_at=data.get("invalid_at"),
+            source={"conversation_id": source.get("conversation_id"),
+                    "message_ids": list(source.get("message_ids") or [])},
+        )
 
 
 class FactPatchSerializer(serializers.Serializer):

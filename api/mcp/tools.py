@@ -47,7 +47,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from api.authentication import ApiPrincipal, Authenticated, key_authenticate
 from api.errors import api_message
 from api.representations import fact_representation, recall_result_representation
-from api.serializers import RecallInputSerializer
+from api.serializers import FactCreateSerializer, RecallInputSerializer
 from memoryhub.errors import MemoryRefusal
 from memoryhub.facts import FACT_TYPES
 from memoryhub.identifiers import (
@@ -61,7 +61,7 @@ from memoryhub.models import Actor
 from memoryhub.selectors.documents import index_build
 from memoryhub.selectors.recall import memory_recall
 from memoryhub.services.documents import end_user_get_or_create
-from memoryhub.services.facts import FactInput, fact_create
+from memoryhub.services.facts import fact_create
 from memoryhub.services.usage import usage_recall_count
 from tenants.context import tenant_context
 from tenants.services import ParsedKey
@@ -284,21 +284,25 @@ def recall(ctx: Context[Any], arguments: Arguments) -> CallToolResult:
 
 
 def remember(ctx: Context[Any], arguments: Arguments) -> CallToolResult:
-    """``POST .../facts`` as the assistant: a valid fact of the same normalised text is
-    answered instead of a new one ("Already known"), as REST answers it with 200. A refusal
-    raises through the call's transaction, so that, as in REST, it leaves nothing behind
-    (not even the person it would have created)."""
-    content, kind = arguments.get("content"), arguments.get("type", "fact")
-    if content is None:
-        return _error("Error: content is required: one short statement about the user.")
-    if not isinstance(kind, str) or kind not in FACT_TYPES:
-        return _error(f"Error: type must be one of {', '.join(FACT_TYPES)}.")
+    """The arguments (without ``user_id``) are ``POST .../facts``'s body, checked by its rules,
+    and added as the assistant: a valid fact of the same normalised text is answered instead
+    of a new one ("Already known"), as REST answers it with 200. A refusal raises through the
+    call's transaction, so that, as in REST, it leaves nothing behind (not even the person it
+    would have created)."""
+    body = FactCreateSerializer(data={name: value for name, value in arguments.items()
+                                      if name != "user_id"})
+    if not body.is_valid():
+        return _error(f"Error: {api_message(body.errors)}")
+    try:
+        data = body.fact_input()
+    except APIException as exc:
+        return _error(f"Error: {api_message(exc.detail)}")
 
     def run(found: Authenticated, person: str) -> CallToolResult:
         tenant = found.key.tenant
         end_user = found.end_user or end_user_get_or_create(tenant=tenant, user_id=person)
         fact, created = fact_create(tenant=tenant, end_user=end_user, actor=Actor.ASSISTANT,
-                                    data=FactInput(content=content, type=kind))
+                                    data=data)
         said = "Remembered" if created else "Already known"
         return CallToolResult(content=[TextContent(type="text", text=f"{said}: {fact.content}")],
                               structured_content=_as_rest_json(fact_representation(fact)))

@@ -13,8 +13,6 @@ Writes through this API are the app's (``updated_by: app``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -48,7 +46,7 @@ from memoryhub.models import Actor, Fact
 from memoryhub.selectors.conversations import parse_uuid
 from memoryhub.selectors.facts import fact_find, fact_history, facts_page
 from memoryhub.services.documents import end_user_get_or_create
-from memoryhub.services.facts import UNSET, FactInput, fact_create, fact_delete, fact_update
+from memoryhub.services.facts import UNSET, fact_create, fact_delete, fact_update
 
 TAGS = ["facts"]
 NOT_FOUND = "No fact with this id."
@@ -132,22 +130,10 @@ class FactListView(TenantAPIView):
         user_id = valid_user_id(user_id)
         body = FactCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        data: dict[str, Any] = body.validated_data
-        process = data.get("process")
-        source = data.get("source") or {}
+        data = body.fact_input()
         end_user = self.end_user or end_user_get_or_create(tenant=self.tenant, user_id=user_id)
-        fact, created = fact_create(
-            tenant=self.tenant, end_user=end_user, actor=Actor.APP,
-            data=FactInput(
-                content=data["content"], type=data["type"], subject=data.get("subject") or "",
-                predicate=data.get("predicate") or "", object=data.get("object") or "",
-                process=valid_process(process) if process else "",
-                confidence=data["confidence"], valid_at=data.get("valid_at"),
-                invalid_at=data.get("invalid_at"),
-                source={"conversation_id": source.get("conversation_id"),
-                        "message_ids": list(source.get("message_ids") or [])},
-            ),
-        )
+        fact, created = fact_create(tenant=self.tenant, end_user=end_user, actor=Actor.APP,
+                                    data=data)
         return _respond(fact, status=201 if created else 200)
 
 

@@ -471,7 +471,8 @@ def test_remember_adds_a_fact_as_post_facts_does(live_server, mode) -> None:
         assert "credential" in text(out["secret"]) and "disabled" in text(out["off"])
         assert api.get("/users/dave").json()["created_at"] is None
         assert api.get("/users/carol/facts").json()["facts"] == []
-        assert out["kind"].is_error and "type must be one of" in text(out["kind"])
+        assert out["kind"].is_error and text(out["kind"]) == (
+            'Error: type: "opinion" is not a valid choice.')
         assert out["nobody"].is_error and "user_id is required" in text(out["nobody"])
         # fact.changed, by the assistant, once per new fact.
         assert fact_events(api) == [("alice", "assistant", "created")] * 2
@@ -519,3 +520,34 @@ def test_remember_with_a_bound_key_reaches_no_one_else(live_server, mode) -> Non
         assert len(mine) == 1
         assert api.get(f"/users/alice/facts/{remembered.structured_content['id']}").status_code == 404
         assert [e[0] for e in fact_events(api)] == ["alice", "bob"]
+
+
+# remember's arguments a model may get wrong, and what POST .../facts says of the same body.
+ODD_REMEMBERS = [{}, {"content": None}, {"content": 5}, {"content": "User is tall", "type": "opinion"},
+                 {"content": "User is tall", "type": 5}, {"content": "User is tall", "tpye": "profile"},
+                 {"content": "User is tall", "confidence": 5},
+                 {"content": "User is tall", "process": "no spaces"}]
+
+
+def test_remembers_odd_arguments_are_answered_as_post_facts_answers_them(live_server) -> None:
+    """The arguments (without user_id) are POST .../facts' body: its refusals' texts (a
+    misspelt field included, which would otherwise lose the type), and a null type is the
+    default type, as REST takes it."""
+    key = operator_tenant("initech")
+
+    async def work(client: Client) -> list[Any]:
+        calls = [*ODD_REMEMBERS, {"content": "User is tall", "type": None}]
+        return [await client.call_tool("remember", {**arguments, "user_id": "alice"})
+                for arguments in calls]
+
+    *refused, untyped = with_mcp(f"{live_server.url}/mcp", key, "legacy", work)
+    with rest(live_server.url, key) as api:
+        for arguments, result in zip(ODD_REMEMBERS, refused, strict=True):
+            expected = api.post("/users/bob/facts", json=arguments)
+            assert expected.status_code == 400, arguments
+            assert result.is_error, arguments
+            assert text(result) == f"Error: {expected.json()['error']['message']}", arguments
+        assert (text(untyped), untyped.is_error) == ("Remembered: User is tall", False)
+        assert untyped.structured_content["type"] == "fact"
+        assert [f["content"] for f in api.get("/users/alice/facts").json()["facts"]] == [
+            "User is tall"]
