@@ -116,6 +116,28 @@ def _authenticate(request: HttpRequest) -> RequestKey | JsonResponse:
     return RequestKey(parsed=parsed, principal=found.principal)
 
 
+# Stateless and in JSON mode, the server answers POST only (each with one JSON body), which
+# the transport allows: it may refuse GET's stream and DELETE's end of a session with 405.
+_REFUSED_METHODS = {
+    # A GET asks for a stream of the server's own messages. Stateless, the server has none
+    # to send, but the SDK held the stream open (pings only) and with it one of the web
+    # server's few threads for as long as the client stayed: four clients stopped the service.
+    "GET": "This MCP server sends no stream of its own: POST requests to /mcp, each answered "
+           "with one JSON body.",
+    "DELETE": "This MCP server keeps no sessions, so there is none to end: POST requests to "
+              "/mcp, each answered with one JSON body.",
+}
+
+
+def _method_refused(method: str) -> JsonResponse:
+    """405 for anything but POST, saying so in ``Allow``: the SDK's own answers to DELETE (no
+    ``Allow``) and to the rest (``Allow: GET, POST, DELETE``) named methods it refuses."""
+    refused = JsonResponse(error_body("method_not_allowed", _REFUSED_METHODS.get(
+        method, "POST requests to /mcp, each answered with one JSON body.")), status=405)
+    refused["Allow"] = "POST"
+    return refused
+
+
 @csrf_exempt
 def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
     key = _authenticate(request)
@@ -127,16 +149,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
                                status=429)
         limited["Retry-After"] = str(max(1, round(retry_after)))
         return limited
-    if request.method == "GET":
-        # A GET asks for a stream of the server's own messages. Stateless, the server has
-        # none to send, but the SDK held the stream open (pings only) and with it one of
-        # the web server's few threads for as long as the client stayed: four clients
-        # stopped the service. The transport lets a server without that stream answer 405.
-        refused = JsonResponse(error_body(
-            "method_not_allowed", "This MCP server sends no stream of its own: POST requests "
-            "to /mcp, each answered with one JSON body."), status=405)
-        refused["Allow"] = "POST, DELETE"
-        return refused
+    if request.method != "POST":
+        return _method_refused(request.method or "")
     environ = dict(request.META)  # a WSGI request's META is its environ
     body = request.body  # within DATA_UPLOAD_MAX_MEMORY_SIZE (the API's body limit)
     environ.update({"wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)),

@@ -213,15 +213,24 @@ def test_the_sdk_reports_what_was_refused_before_it(live_server) -> None:
     assert "The request body is over 1 MiB. Send less at a time." in said
 
 
-def test_get_is_405_at_once_not_a_stream_that_holds_a_thread(live_server) -> None:
+def test_get_is_405_at_once_not_a_stream_that_holds_a_thread_and_only_post_is_served(live_server) -> None:
     key = operator_tenant("initech")
     url = f"{live_server.url}/mcp"
     for _ in range(6):  # more than the web server's threads: none is held
         response = httpx.get(url, headers={**WIRE, "Accept": "text/event-stream",
                                            "Authorization": f"Bearer {key}"}, timeout=10)
-        assert response.status_code == 405 and response.headers["Allow"] == "POST, DELETE"
+        assert response.status_code == 405 and response.headers["Allow"] == "POST"
         assert response.json()["error"]["data"]["code"] == "method_not_allowed"
     assert httpx.get(url, headers={"Accept": "text/event-stream"}, timeout=10).status_code == 401
+    # Nothing but POST is served, and Allow says so: stateless, there is no session for a
+    # DELETE to end (the SDK's 405 had no Allow; to PUT it answered "GET, POST, DELETE").
+    for method in ("DELETE", "PUT", "PATCH", "OPTIONS", "HEAD"):
+        response = httpx.request(method, url, headers={**WIRE, "Authorization": f"Bearer {key}",
+                                                       "Mcp-Session-Id": "abc"}, timeout=10)
+        assert (response.status_code, response.headers.get("Allow")) == (405, "POST"), method
+        if method != "HEAD":
+            assert response.json()["error"]["data"] == {"code": "method_not_allowed",
+                                                         "status": 405}, method
     # The SDK's client, which opens that stream after the handshake, works as before.
     listed = with_mcp(url, key, "legacy", lambda client: client.list_tools())
     assert {tool.name for tool in listed.tools} == TOOLS
