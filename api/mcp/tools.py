@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -39,13 +40,16 @@ from typing import Any, TypeVar
 from django.db import close_old_connections
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from rest_framework.exceptions import APIException
 from rest_framework.utils.encoders import JSONEncoder
 
 from api.authentication import ApiPrincipal, Authenticated, key_authenticate
-from api.errors import api_message
+from api.errors import api_message, database_unavailable, unavailable_message
+from api.mcp.errors import INTERNAL_ERROR
 from api.representations import fact_representation, recall_result_representation
 from api.serializers import FactCreateSerializer, RecallInputSerializer
 from memoryhub.errors import MemoryRefusal
@@ -67,6 +71,7 @@ from tenants.context import tenant_context
 from tenants.services import ParsedKey
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,20 @@ class ArgumentsAsSent(Tool):
 
     async def run(self, arguments: dict[str, Any], context: Context[Any, Any],
                   convert_result: bool = False) -> Any:
-        return await self.fn(context, dict(arguments or {}))
+        """The SDK's ``Tool.run`` would also keep an exception's own text from the client
+        (the server's handler sends it as the tool's text: psycopg's message, naming the
+        table and row it was locking). The database out of reach is what REST answers
+        with a 503, here a JSON-RPC error with its text, code and status (as
+        ``api.mcp.errors`` shapes the endpoint's own 503); anything else is a bug, which the
+        SDK logs with its traceback and answers with the tool's name only."""
+        try:
+            return await self.fn(context, dict(arguments or {}))
+        except Exception as exc:
+            if database_unavailable(exc):
+                logger.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+                raise MCPError(INTERNAL_ERROR, unavailable_message(exc), {
+                    "code": "service_unavailable", "status": 503}) from exc
+            raise UnexpectedToolError(f"Error executing tool {self.name}") from exc
 
 
 def _string(description: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from django.test import override_settings
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from api.errors import UNAVAILABLE_MESSAGE
 from api.mcp.endpoint import transport_security
 from tests.integrations.keys import bound_key, operator_tenant
 from tests.memory_commands import create, delete, insert, rename, str_replace, view
@@ -560,3 +561,55 @@ def test_remembers_odd_arguments_are_answered_as_post_facts_answers_them(live_se
         assert untyped.structured_content["type"] == "fact"
         assert [f["content"] for f in api.get("/users/alice/facts").json()["facts"]] == [
             "User is tall"]
+
+
+def test_a_database_failure_in_a_tool_is_the_apis_503_text_not_the_exceptions(live_server) -> None:
+    """The tool's connection is cut while it waits for the person's write lock (a database
+    restart, a failover): the answer is the REST API's text for that, as a JSON-RPC error
+    with the 503's code and status, never psycopg's message (what the connection was doing)
+    as the tool's text."""
+    import threading
+
+    from django.db import connection
+
+    from memoryhub.models import EndUser
+    from tenants.context import tenant_context
+    from tenants.models import Tenant
+    from tests.faults.harness import wait_until
+
+    key = operator_tenant("initech")
+    with rest(live_server.url, key) as api:
+        assert api.put("/users/alice/documents/global/b.md", json={"content": "x"}).status_code == 201
+    answered: dict[str, httpx.Response] = {}
+
+    def create() -> None:
+        answered["response"] = httpx.post(
+            f"{live_server.url}/mcp", json=CREATE_CALL,
+            headers={**WIRE, "Authorization": f"Bearer {key}"}, timeout=60)
+
+    def waiting_backend() -> int | None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                           "AND pid <> pg_backend_pid()")
+            row = cursor.fetchone()
+        return row[0] if row else None
+
+    caller = threading.Thread(target=create)
+    with tenant_context(Tenant.objects.get(slug="initech").pk):
+        EndUser.objects.select_for_update(no_key=True).get(user_id="alice")
+        caller.start()
+        pid = wait_until(waiting_backend, timeout=30, what="the tool to wait for alice's lock")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    caller.join(timeout=60)
+    response = answered["response"]
+    assert response.status_code == 200
+    error = response.json()["error"]
+    assert error == {"code": -32603, "message": UNAVAILABLE_MESSAGE,
+                     "data": {"code": "service_unavailable", "status": 503}}
+    with rest(live_server.url, key) as api:  # nothing was written, and the next call works
+        assert [d["path"] for d in api.get("/users/alice/documents").json()["documents"]] == ["/b.md"]
+        again = httpx.post(f"{live_server.url}/mcp", json=CREATE_CALL,
+                           headers={**WIRE, "Authorization": f"Bearer {key}"}, timeout=30)
+        assert again.json()["result"]["isError"] is False
