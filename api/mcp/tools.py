@@ -50,6 +50,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from api.authentication import ApiPrincipal, Authenticated, key_authenticate
 from api.errors import api_message, database_unavailable, unavailable_message
 from api.mcp.errors import INTERNAL_ERROR
+from api.params import optional, valid_profile, valid_session_id
 from api.representations import fact_representation, recall_result_representation
 from api.serializers import FactCreateSerializer, RecallInputSerializer
 from memoryhub.errors import MemoryRefusal
@@ -282,12 +283,17 @@ def recall(ctx: Context[Any], arguments: Arguments) -> CallToolResult:
     if not body.is_valid():
         return _error(f"Error: {api_message(body.errors)}")
     data = body.validated_data
+    try:  # the serializer takes any string there; the identifier rules are the view's
+        session = optional(data, "session_id", valid_session_id)
+        profile_name = optional(data, "profile", valid_profile)
+    except APIException as exc:
+        return _error(f"Error: {api_message(exc.detail)}")
 
     def run(found: Authenticated, person: str) -> CallToolResult:
         found_recall = memory_recall(
             tenant=found.key.tenant, end_user=found.end_user, query=data["query"],
             limit=data["limit"], threshold=data.get("threshold"), relaxed=data["relaxed"],
-            session_id=data.get("session_id") or None, profile=data.get("profile") or None,
+            session_id=session, profile=profile_name,
             sources=data["sources"], include_invalid=data["include_invalid"],
         )
         usage_recall_count()  # the dashboard's usage chart, as the REST view counts it

@@ -321,7 +321,9 @@ ODD_MEMORY_ARGUMENTS = [
     {"command": "create", "path": "/memories/d.md", "file_text": "x", "description": "Diet"},
 ]
 ODD_RECALLS = [{"query": ""}, {"query": "   "}, {"query": "x" * 10_001}, {"query": "tea\x00x"},
-               {"query": "tea", "limit": True}, {"query": "tea", "limit": "5"}, {"query": 123}]
+               {"query": "tea", "limit": True}, {"query": "tea", "limit": "5"}, {"query": 123},
+               {"query": "tea", "session_id": "no spaces"}, {"query": "tea", "profile": "Cooking"},
+               {"query": "tea", "session_id": "s" * 129}]
 
 
 def test_odd_arguments_are_answered_as_the_rest_api_answers_them(live_server) -> None:
