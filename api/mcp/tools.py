@@ -196,7 +196,9 @@ def _checked(check: Callable[[object], str], value: object) -> str | None:
     try:
         return check(value)
     except InvalidIdentifier as exc:
-        raise ToolRefusal(f"Error: {exc.message}.") from exc
+        # REST's message as it is: a full stop after the rule would read as one more of the
+        # characters it allows ("... : + | -.").
+        raise ToolRefusal(f"Error: {exc.message}") from exc
 
 
 def _as_key(ctx: Context[Any], user_id: object, *, writes: bool,

@@ -615,3 +615,36 @@ def test_a_database_failure_in_a_tool_is_the_apis_503_text_not_the_exceptions(li
         again = httpx.post(f"{live_server.url}/mcp", json=CREATE_CALL,
                            headers={**WIRE, "Authorization": f"Bearer {key}"}, timeout=30)
         assert again.json()["result"]["isError"] is False
+
+
+def test_identifier_refusals_are_the_rest_apis_messages(live_server) -> None:
+    """A user_id, session_id or profile outside its rule: the tool error is "Error: " and the
+    message REST answers its 400 with, the same in every tool."""
+    key = operator_tenant("initech")
+    url = f"{live_server.url}/mcp"
+    bad = {"user_id": "no spaces", "session_id": "no spaces", "profile": "Cooking"}
+
+    async def work(client: Client) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {}
+        for name, value in bad.items():
+            place = {"user_id": "alice", name: value}
+            out[name] = [
+                await client.call_tool("memory_index", place),
+                await client.call_tool("recall", {"query": "tea", **place}),
+                await client.call_tool("remember", {"content": "User likes tea", **place})
+                if name == "user_id" else None,
+            ]
+        return out
+
+    out = with_mcp(url, key, "legacy", work)
+    with rest(live_server.url, key) as api:
+        rest_says = {
+            "user_id": api.get("/users/no spaces/memory/index"),
+            "session_id": api.get("/users/alice/memory/index", params={"session_id": "no spaces"}),
+            "profile": api.get("/users/alice/memory/index", params={"profile": "Cooking"}),
+        }
+        for name, results in out.items():
+            assert rest_says[name].status_code == 400, name
+            expected = f"Error: {rest_says[name].json()['error']['message']}"
+            for result in filter(None, results):
+                assert (text(result), result.is_error) == (expected, True), name
