@@ -34,6 +34,13 @@ API_PREFIX = "/api/v1/"
 MCP_PATH = "/mcp"  # the MCP server (api/mcp): a Bearer key too, and the same chain
 
 
+def is_mcp(path: str) -> bool:
+    """The MCP endpoint, also with a trailing slash: people copy the URLs of servers the SDK
+    builds, whose router sends "/mcp/" on to "/mcp" (here it was the pages' HTML 404, which
+    the SDK's client reports as "Not Found")."""
+    return path in (MCP_PATH, MCP_PATH + "/")
+
+
 Handler = Callable[[HttpRequest], HttpResponseBase]
 
 
@@ -85,7 +92,7 @@ class ApiRouterMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if request.path_info.startswith(API_PREFIX):
             return self.api.get_response(request)
-        if request.path_info == MCP_PATH:  # the MCP server (api/mcp): JSON-RPC's errors
+        if is_mcp(request.path_info):  # the MCP server (api/mcp): JSON-RPC's errors
             return mcp_shaped(self.api.get_response(request))
         if is_mem0(request.path_info):  # mem0's API (api/mem0): the same chain, mem0's errors
             return mem0_shaped(self.api.get_response(request))
@@ -99,7 +106,7 @@ class ApiBodyLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith("/api/") or request.path == MCP_PATH or is_mem0(request.path):
+        if request.path.startswith("/api/") or is_mcp(request.path) or is_mem0(request.path):
             refusal = body_refusal(request)
             if refusal is not None:
                 return refusal

@@ -18,6 +18,7 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("api/v1/", include("api.urls")),
     path("mcp", mcp_endpoint, name="mcp"),
+    path("mcp/", mcp_endpoint, name="mcp"),  # the same server (api.middleware.is_mcp)
     # mem0's platform API for mem0ai's MemoryClient (api/mem0), then a JSON 404 in mem0's shape.
     path("mem0/", include("api.mem0.urls")),
     re_path(r"^mem0/(?P<rest>(?s:.*))$", mem0_not_found),

@@ -153,8 +153,9 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
         return _method_refused(request.method or "")
     environ = dict(request.META)  # a WSGI request's META is its environ
     body = request.body  # within DATA_UPLOAD_MAX_MEMORY_SIZE (the API's body limit)
+    # PATH_INFO: the SDK's route, for "/mcp/" too (api.middleware.is_mcp).
     environ.update({"wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)),
-                    KEY_ENVIRON: key})
+                    "PATH_INFO": MCP_PATH, KEY_ENVIRON: key})
     started: dict[str, Any] = {}
 
     def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:

@@ -648,3 +648,25 @@ def test_identifier_refusals_are_the_rest_apis_messages(live_server) -> None:
             expected = f"Error: {rest_says[name].json()['error']['message']}"
             for result in filter(None, results):
                 assert (text(result), result.is_error) == (expected, True), name
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_url_with_a_trailing_slash_is_the_same_server(live_server, mode) -> None:
+    """"/mcp/", as people copy it from servers the SDK builds (which send it on to "/mcp"):
+    the same tools and refusals, not the pages' HTML 404."""
+    operator_tenant("initech")
+    key = bound_key("initech", "bob")
+    url = f"{live_server.url}/mcp/"
+
+    async def work(client: Client) -> tuple[set[str], Any]:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        return tools, await client.call_tool("memory", {
+            "command": "create", "path": "/memories/a.md", "file_text": "Likes tea."})
+
+    tools, created = with_mcp(url, key, mode, work)
+    assert tools == TOOLS
+    assert (text(created), created.is_error) == ("File created successfully at: /memories/a.md",
+                                                 False)
+    refused = httpx.post(url, json=CREATE_CALL, headers=WIRE, timeout=30)
+    assert refused.status_code == 401
+    assert refused.json()["error"]["data"] == {"code": "not_authenticated", "status": 401}
