@@ -66,3 +66,46 @@ document.addEventListener("htmx:responseError", function (event) {
 document.addEventListener("htmx:sendError", function () {
   showFailure("The server could not be reached: check your connection, then try again.");
 });
+
+// An action that refreshes a whole section (deleting a note or a session's memory, marking a
+// fact no longer true) replaces every item in it, and with them any edit form the person has
+// open elsewhere in the section: what they typed would be lost. The server cannot know what
+// is typed, so the browser keeps it: an item being edited (class is-edit) that the refreshed
+// section still holds is put back as it was, typed text, caret and focus included. An item
+// the section no longer holds went away (deleted), and the edit with it.
+var keptEdits = [];
+var keptFocus = null;
+
+document.addEventListener("htmx:beforeSwap", function (event) {
+  keptEdits = [];
+  keptFocus = null;
+  if (!event.detail.shouldSwap) return;
+  var acting = event.detail.requestConfig && event.detail.requestConfig.elt;
+  keptEdits = Array.prototype.filter.call(
+    event.detail.target.querySelectorAll(".is-edit[id]"),
+    function (item) { return !(acting && item.contains(acting)); }
+  );
+  var active = document.activeElement;
+  if (active && keptEdits.some(function (item) { return item.contains(active); })) {
+    keptFocus = {element: active, start: active.selectionStart, end: active.selectionEnd};
+  }
+});
+
+document.addEventListener("htmx:afterSwap", function () {
+  keptEdits.forEach(function (item) {
+    var fresh = document.getElementById(item.id);
+    if (fresh && fresh !== item) fresh.replaceWith(item);
+  });
+  keptEdits = [];
+});
+
+// After the settle, where htmx focuses the new content's autofocus (the section's heading).
+document.addEventListener("htmx:afterSettle", function () {
+  var kept = keptFocus;
+  keptFocus = null;
+  if (!kept || !document.body.contains(kept.element)) return;
+  kept.element.focus({preventScroll: true});
+  if (kept.start != null && kept.element.setSelectionRange) {
+    try { kept.element.setSelectionRange(kept.start, kept.end); } catch (e) { /* no caret */ }
+  }
+});

@@ -276,3 +276,42 @@ def test_long_unbroken_text_wraps_instead_of_widening_the_page(pages, api, acme_
     admin.goto("/t/acme/people")
     expect(admin.get_by_text(user_id).first).to_be_visible()
     assert _overflow(admin) == 0
+
+
+def test_an_edit_in_progress_survives_a_delete_elsewhere_in_the_list(alice_page, api) -> None:
+    """Deleting another note (or a session's memory) replaces the whole list: the note being
+    edited stays open, with what the person typed, even what they typed while the delete was
+    on its way, and the caret where it was."""
+    page = alice_page
+    api.tool("alice", command="create", path="/memories/b.md", file_text="bee\n")
+    page.reload()
+    _open(page, "/notes/diet.md")
+    page.get_by_role("link", name="Edit").click()
+    content = page.get_by_label("Content", exact=True)
+    content.fill("Vegan, typed and not saved yet.\n")
+    page.get_by_label("Description").fill("Half-typed description")
+    # Deleting /b.md: the answer is held until the person is typing in the note again.
+    held: list = []
+    page.route("**/doc/*/delete", lambda route: held.append(route))
+    page.get_by_role("link", name="/b.md").click()
+    page.locator("#memory-list li", has_text="/b.md").get_by_text("Delete…").click()
+    page.get_by_role("button", name="Yes, delete it").click()
+    while not held:  # the route's handler runs while Playwright waits for something
+        page.wait_for_timeout(20)
+    content.press("End")
+    content.type(" More.")
+    held[0].continue_()
+    expect(page.locator("#notice")).to_contain_text("Deleted /b.md.")
+    expect(page.get_by_role("link", name="/b.md")).to_have_count(0)
+    expect(content).to_have_value("Vegan, typed and not saved yet.\n More.")
+    expect(page.get_by_label("Description")).to_have_value("Half-typed description")
+    expect(content).to_be_focused()
+    # Deleting a session's memory too, then the kept form still saves.
+    page.get_by_text("Delete this session's memory…").click()
+    page.get_by_role("button", name="Yes, delete this session's memory").click()
+    expect(page.locator("#notice")).to_contain_text("Deleted the memory of session s-1")
+    expect(content).to_have_value("Vegan, typed and not saved yet.\n More.")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#notice")).to_contain_text("Saved /notes/diet.md.")
+    viewed = api.tool("alice", command="view", path="/memories/notes/diet.md")["content"]
+    assert "\tVegan, typed and not saved yet." in viewed and "\t More." in viewed

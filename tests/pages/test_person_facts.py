@@ -303,3 +303,34 @@ def test_a_stale_fact_edit_shows_the_newer_text(pages, acme, live_server) -> Non
     after = api.http.get(f"/users/alice/facts/{fact_id}").json()
     assert (after["content"], after["updated_by"], after["version"]) == (
         "User lives in Faro", "user", 3)
+
+
+@BROWSER
+@LIVE
+def test_a_fact_being_edited_survives_another_fact_changing(pages, acme, live_server) -> None:
+    """Marking one fact no longer true, or deleting one, refreshes the whole section: a fact
+    the person is correcting meanwhile stays open with what they typed."""
+    api = Api(live_server.url, acme.key)
+    conversation = api.capture("alice", "s-1", messages(*SAID, minutes=0))["conversation_id"]
+    augment_conversation(tenant_id=acme.tenant.id, conversation_id=conversation)
+    page: Any = pages.new()
+    page.goto(api.portal_link("alice"))
+    facts = page.locator("#facts")
+    lisbon_id = facts.locator(".fact", has_text="User lives in Lisbon").get_attribute("id")
+    lisbon = page.locator(f"#{lisbon_id}")
+    lisbon.get_by_role("link", name="Edit").click()
+    lisbon.get_by_label("Fact").fill("User lives in Faro, half typed")
+    facts.locator(".fact", has_text="User loves jazz").get_by_role(
+        "button", name="No longer true").click()
+    expect(page.locator("#facts-invalid")).to_contain_text("User loves jazz")
+    expect(lisbon.get_by_label("Fact")).to_have_value("User lives in Faro, half typed")
+    rex = facts.locator(".fact", has_text="User's dog is called Rex")
+    rex.get_by_text("Delete…").click()
+    rex.get_by_role("button", name="Yes, delete it").click()
+    expect(facts).not_to_contain_text("Rex")
+    expect(lisbon.get_by_label("Fact")).to_have_value("User lives in Faro, half typed")
+    lisbon.get_by_role("button", name="Save").click()
+    expect(lisbon.locator(".fact-content")).to_have_text("User lives in Faro, half typed")
+    fact_id = lisbon_id.removeprefix("fact-")
+    assert api.http.get(f"/users/alice/facts/{fact_id}").json()["content"] == (
+        "User lives in Faro, half typed")
