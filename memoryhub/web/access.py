@@ -7,6 +7,7 @@
   ``tenant_context`` (one transaction).
 - :func:`person_page` opens one end user's memory page for a portal session holding that
   end user's grant, or for the account the end user is linked to; anyone else gets 404.
+  Its answers are never cached (``Cache-Control: no-store``).
 
 Both render inside the tenant's transaction, so views return ``render()`` results (already
 rendered), never lazy TemplateResponses.
@@ -23,6 +24,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
 from django.utils.http import urlencode
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -133,6 +135,11 @@ def person_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse
             if end_user is None or not (by_portal or linked):
                 raise Http404("No such person")
             tenant = Tenant.objects.get(pk=tenant_id)
-            return view(request, PersonAccess(tenant, end_user, by_portal and not linked), **kwargs)
+            response = view(request, PersonAccess(tenant, end_user, by_portal and not linked),
+                            **kwargs)
+        # Kept by no browser: Back would show the copy first loaded (notes deleted on the
+        # page since, or everything after a forget) from the cache without asking again.
+        add_never_cache_headers(response)
+        return response
 
     return portal_view(wrapper)

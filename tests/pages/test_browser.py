@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from memoryhub.models import MemoryDocument
 from tenants.context import tenant_context
 from tests.pages.browser import Api, shot
-from tests.pages.conftest import PASSWORD, person_url
+from tests.pages.conftest import PASSWORD, person, person_url
 
 # live_server makes every test here transactional. "migrate" is listed so the flush after each
 # test (tests/conftest.py, on the owner connection) is allowed to run: pytest-django's live
@@ -315,3 +315,32 @@ def test_an_edit_in_progress_survives_a_delete_elsewhere_in_the_list(alice_page,
     expect(page.locator("#notice")).to_contain_text("Saved /notes/diet.md.")
     viewed = api.tool("alice", command="view", path="/memories/notes/diet.md")["content"]
     assert "\tVegan, typed and not saved yet." in viewed and "\t More." in viewed
+
+
+def test_back_never_shows_what_was_deleted_or_forgotten(pages, api, acme_team, live_server) -> None:
+    """The person's pages are not kept by the browser: after a delete on the page, or after
+    forgetting everything, going away and coming Back shows the page as it is now, not the
+    copy the browser loaded first (the same account's session, so nothing else changed)."""
+    person(acme_team.tenant, "alice", account=acme_team.member)
+    api.tool("alice", command="create", path="/memories/notes/diet.md", file_text="Vegetarian.\n")
+    api.tool("alice", command="create", path="/memories/todo.md", file_text="buy milk\n")
+    page = pages.new(user=acme_team.member)
+    page.goto("/")
+    page.locator("#memory-heading + p + ul").get_by_role("link", name="Acme").click()
+    mine = urlsplit(page.url).path
+    _open(page, "/notes/diet.md")
+    page.get_by_text("Delete…").click()
+    page.get_by_role("button", name="Yes, delete it").click()
+    expect(page.locator("#notice")).to_contain_text("Deleted /notes/diet.md.")
+    page.goto("/")
+    page.go_back()
+    expect(page.get_by_role("link", name="/todo.md")).to_be_visible()
+    expect(page.get_by_role("link", name="/notes/diet.md")).to_have_count(0)
+
+    page.get_by_label("Type FORGET to confirm").fill("FORGET")
+    page.get_by_role("button", name="Forget everything").click()
+    expect(page.get_by_role("heading", name="Everything was forgotten")).to_be_visible()
+    pages.expect_failed_load(404, mine)  # the person is gone: their page with them
+    page.go_back()
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    expect(page.get_by_text("/todo.md")).to_have_count(0)
