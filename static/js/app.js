@@ -68,11 +68,13 @@ document.addEventListener("htmx:sendError", function () {
 });
 
 // An action that refreshes a whole section (deleting a note or a session's memory, marking a
-// fact no longer true) replaces every item in it, and with them any edit form the person has
-// open elsewhere in the section: what they typed would be lost. The server cannot know what
-// is typed, so the browser keeps it: an item being edited (class is-edit) that the refreshed
-// section still holds is put back as it was, typed text, caret and focus included. An item
-// the section no longer holds went away (deleted), and the edit with it.
+// fact no longer true; deleting a conversation refreshes the facts too, out of band) replaces
+// every item in it, and with them any edit form the person has open elsewhere in the
+// section: what they typed would be lost. The server cannot know what is typed, so the
+// browser keeps it: an item being edited (class is-edit) that a refreshed section still holds
+// is put back as it was, typed text, caret and focus included. An item the section no longer
+// holds went away (deleted), and the edit with it; the item the action came from, or that it
+// targets itself (a Save, a Cancel), takes the answer.
 var keptEdits = [];
 var keptFocus = null;
 
@@ -80,10 +82,11 @@ document.addEventListener("htmx:beforeSwap", function (event) {
   keptEdits = [];
   keptFocus = null;
   if (!event.detail.shouldSwap) return;
+  var target = event.detail.target;
   var acting = event.detail.requestConfig && event.detail.requestConfig.elt;
   keptEdits = Array.prototype.filter.call(
-    event.detail.target.querySelectorAll(".is-edit[id]"),
-    function (item) { return !(acting && item.contains(acting)); }
+    document.querySelectorAll(".is-edit[id]"),
+    function (item) { return item !== target && !(acting && item.contains(acting)); }
   );
   var active = document.activeElement;
   if (active && keptEdits.some(function (item) { return item.contains(active); })) {
@@ -93,7 +96,7 @@ document.addEventListener("htmx:beforeSwap", function (event) {
 
 document.addEventListener("htmx:afterSwap", function () {
   keptEdits.forEach(function (item) {
-    var fresh = document.getElementById(item.id);
+    var fresh = document.getElementById(item.id);  // the item itself where nothing was swapped
     if (fresh && fresh !== item) fresh.replaceWith(item);
   });
   keptEdits = [];

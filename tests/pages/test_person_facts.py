@@ -334,3 +334,33 @@ def test_a_fact_being_edited_survives_another_fact_changing(pages, acme, live_se
     fact_id = lisbon_id.removeprefix("fact-")
     assert api.http.get(f"/users/alice/facts/{fact_id}").json()["content"] == (
         "User lives in Faro, half typed")
+
+
+@BROWSER
+@LIVE
+def test_deleting_a_conversation_takes_what_was_learnt_only_from_it_off_the_page(
+        pages, acme, live_server) -> None:
+    """The spec's DELETE of a conversation also removes what augmentation took only from it:
+    the page's facts follow at once, not only after a reload; a fact being corrected in
+    another conversation's facts stays open with what the person typed."""
+    api = Api(live_server.url, acme.key)
+    first = api.capture("alice", "s-1", messages(*SAID, minutes=0))["conversation_id"]
+    augment_conversation(tenant_id=acme.tenant.id, conversation_id=first)
+    later = api.capture("alice", "s-2", messages("I work at Acme.", minutes=60))["conversation_id"]
+    augment_conversation(tenant_id=acme.tenant.id, conversation_id=later)
+    page: Any = pages.new()
+    page.goto(api.portal_link("alice"))
+    facts = page.locator("#facts")
+    acme_id = facts.locator(".fact", has_text="Acme").get_attribute("id")
+    work = page.locator(f"#{acme_id}")
+    work.get_by_role("link", name="Edit").click()
+    work.get_by_label("Fact").fill("User works at Acme, typing")
+    conversation = page.locator(f"#conv-{first}")
+    conversation.get_by_text("Delete conversation…").click()
+    conversation.get_by_role("button", name="Yes, delete this conversation").click()
+    expect(page.locator("#notice")).to_contain_text("Deleted a conversation of session s-1")
+    expect(facts).not_to_contain_text("Lisbon")
+    expect(facts).not_to_contain_text("Rex")
+    expect(work.get_by_label("Fact")).to_have_value("User works at Acme, typing")
+    left = api.http.get("/users/alice/facts").json()["facts"]
+    assert [f["id"] for f in left] == [acme_id.removeprefix("fact-")]

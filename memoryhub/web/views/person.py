@@ -184,9 +184,11 @@ SECTION_ANCHORS = {"memory-list": "", "facts": "#facts", "conversations": "#conv
 
 def _list_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
                   *, error: bool = False, section: str = "memory-list",
-                  conversations_at: int | None = None, kept: str | None = None) -> HttpResponse:
+                  conversations_at: int | None = None, kept: str | None = None,
+                  also: tuple[str, ...] = ()) -> HttpResponse:
     """After a delete or a move: the refreshed ``section`` for htmx, or back to the page
     (post/redirect/get); the conversations come back at the page they were deleted from.
+    ``also`` names sections the change reached too, refreshed out of band.
 
     The section replaces itself whatever the request targeted (a document's own item, for
     a Save that found the document gone): ``HX-Retarget`` and ``HX-Reswap`` say so. ``kept``
@@ -195,10 +197,10 @@ def _list_changed(request: HtmxHttpRequest, access: PersonAccess, notice: str,
     person's is answered alike)."""
     if kept is not None or is_partial_request(request):
         context = _context(access, notice=notice, notice_error=error, notice_kept=kept,
-                           conversations_at=conversations_at)
+                           conversations_at=conversations_at, out_of_band=also)
         if not is_partial_request(request):
             return render_page(request, TEMPLATE, context, status=404)
-        response = render_page(request, TEMPLATE, context, partials=[section, "notice"])
+        response = render_page(request, TEMPLATE, context, partials=[section, *also, "notice"])
         return reswap(retarget(response, f"#{section}"), "outerHTML")
     (messages.error if error else messages.success)(request, notice)
     if section == "conversations" and conversations_at is not None:
@@ -396,7 +398,9 @@ def conversation_delete_view(
         count = conversation.message_count
         notice = (f"Deleted a conversation of session {conversation.session_id} "
                   f"({count} message{'' if count == 1 else 's'}).")
-    return _list_changed(request, access, notice, section="conversations", conversations_at=at)
+    # Facts learnt only from the conversation went with it (conversations_remove).
+    return _list_changed(request, access, notice, section="conversations", conversations_at=at,
+                         also=("facts",))
 
 
 @person_page
