@@ -344,3 +344,30 @@ def test_back_never_shows_what_was_deleted_or_forgotten(pages, api, acme_team, l
     page.go_back()
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
     expect(page.get_by_text("/todo.md")).to_have_count(0)
+
+
+def test_a_save_while_memory_is_off_says_what_to_do_and_keeps_the_text(alice_page, pages, api,
+                                                                       acme) -> None:
+    """The refusal the service gives the model ("continue without reading or saving
+    memories") is not for the person: they read why and what to do, their text kept; turning
+    memory on, the same form saves."""
+    page = alice_page
+    with tenant_context(acme.tenant.id):
+        document = MemoryDocument.objects.select_related("end_user").get(path="/notes/diet.md")
+    pages.expect_failed_load(422, person_url(document.end_user, "web:document_edit",
+                                             document_id=document.pk))
+    page.get_by_role("button", name="Turn memory off").click()
+    expect(page.get_by_role("heading", name="Memory is off")).to_be_visible()
+    _open(page, "/notes/diet.md")
+    page.get_by_role("link", name="Edit").click()
+    page.get_by_label("Content", exact=True).fill("Vegan.\n")
+    page.get_by_role("button", name="Save").click()
+    alert = page.locator("#memory-list").get_by_role("alert")
+    expect(alert).to_have_text("Memory is off, so your notes cannot be changed: turn memory on "
+                               "to save this text, or delete the note.")
+    expect(page.get_by_label("Content", exact=True)).to_have_value("Vegan.\n")
+    page.get_by_role("button", name="Turn memory on").click()
+    expect(page.get_by_role("heading", name="Memory is on")).to_be_visible()
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#notice")).to_contain_text("Saved /notes/diet.md.")
+    assert "\tVegan." in api.tool("alice", command="view", path="/memories/notes/diet.md")["content"]

@@ -12,6 +12,7 @@ import pytest
 
 from memoryhub.models import EndUser, MemoryDocument, Scope
 from tenants.context import tenant_context
+from tenants.services import tenant_settings_update
 from tests.pages.conftest import document_of, person, person_url, signed_in, write
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -255,3 +256,19 @@ def test_deleting_a_session_with_nothing_stored_says_so(alice, acme_team) -> Non
     assert "Nothing was stored for session s-none." in response.content.decode()
     response = client.post(url, {"session_id": "s-1"}, **HTMX)
     assert "Deleted the memory of session s-1 (1 document)." in response.content.decode()
+
+
+def test_a_save_with_memory_off_by_the_app_says_so_to_the_person(alice, acme_team) -> None:
+    """Not the model's "continue without reading or saving memories": the person's text
+    stays in the form, with what they can still do."""
+    end_user, client = alice
+    tenant_settings_update(tenant_id=acme_team.tenant.pk, changes={"memory_enabled": False},
+                           actor="test")
+    doc = _doc(acme_team.tenant, "/a.md")
+    url = person_url(end_user, "web:document_edit", document_id=doc.pk)
+    response = client.post(url, {"content": "typed", "description": "", "version": "1"}, **HTMX)
+    assert response.status_code == 422
+    assert ("The app has switched memory off, so notes cannot be changed for now; you can "
+            "still delete them.") in response.text
+    assert "continue without" not in response.text and "typed</textarea>" in response.text
+    assert document_of(acme_team.tenant, doc.pk).content == "first by path"

@@ -24,7 +24,7 @@ from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 
-from memoryhub.errors import DocumentNotFound, MemoryRefusal, VersionMismatch
+from memoryhub.errors import DocumentNotFound, MemoryDisabled, MemoryRefusal, VersionMismatch
 from memoryhub.models import Actor, Conversation, EndUser, Fact, MemoryDocument
 from memoryhub.selectors.conversations import (
     ConversationRun,
@@ -272,6 +272,9 @@ def document_edit(request: HtmxHttpRequest, access: PersonAccess, document_id: i
         )
     except VersionMismatch:
         return _stale(request, access, document_id, attempted=data["content"])
+    except MemoryDisabled:
+        form.add_error(None, _memory_off_message(access))
+        return _document(request, access, doc, state="edit", form=form, status=422)
     except MemoryRefusal as error:
         form.add_error(None, error.message)
         return _document(request, access, doc, state="edit", form=form, status=422)
@@ -279,6 +282,16 @@ def document_edit(request: HtmxHttpRequest, access: PersonAccess, document_id: i
         messages.success(request, f"Saved {saved.path}.")
         return redirect(f"{_person_url(access)}#doc-{saved.pk}")
     return _document(request, access, saved, state="open", notice=f"Saved {saved.path}.")
+
+
+def _memory_off_message(access: PersonAccess) -> str:
+    """Why a note's Save was refused with memory off, for the person: the service's text
+    tells the model to carry on without memory."""
+    if not access.end_user.memory_enabled:
+        return ("Memory is off, so your notes cannot be changed: turn memory on to save this "
+                "text, or delete the note.")
+    return ("The app has switched memory off, so notes cannot be changed for now; you can "
+            "still delete them.")
 
 
 def _stale(request: HtmxHttpRequest, access: PersonAccess, document_id: int,
