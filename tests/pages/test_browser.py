@@ -371,3 +371,24 @@ def test_a_save_while_memory_is_off_says_what_to_do_and_keeps_the_text(alice_pag
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#notice")).to_contain_text("Saved /notes/diet.md.")
     assert "\tVegan." in api.tool("alice", command="view", path="/memories/notes/diet.md")["content"]
+
+
+def test_a_refused_forget_shows_why_where_the_person_is(alice_page, pages, api, acme) -> None:
+    """A confirmation word other than FORGET comes back as the whole page: focus goes to the
+    field with its message (a long page is not left at its top, the message out of sight),
+    the typed word kept, and nothing is forgotten."""
+    page = alice_page
+    for n in range(12):  # a page taller than the window
+        api.tool("alice", command="create", path=f"/memories/n{n:02}.md", file_text="x\n")
+    page.reload()
+    with tenant_context(acme.tenant.id):
+        mine = person_url(MemoryDocument.objects.select_related("end_user")
+                          .filter(path="/todo.md").get().end_user, "web:forget")
+    pages.expect_failed_load(422, mine)
+    field = page.get_by_label("Type FORGET to confirm")
+    field.fill("forget")
+    page.get_by_role("button", name="Forget everything").click()
+    expect(page.get_by_text("Type the word FORGET in capitals to confirm.")).to_be_in_viewport()
+    expect(field).to_be_focused()
+    expect(field).to_have_value("forget")
+    assert len(api.index("alice", session_id="s-1")["entries"]) == 14

@@ -440,6 +440,9 @@ def memory_switch(request: HtmxHttpRequest, access: PersonAccess) -> HttpRespons
 def forget(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
     form = ForgetForm(request.POST)
     if not form.is_valid():
+        # The page comes back from its top, the form at its foot: focus takes the person
+        # (and a screen reader) to the field and its message.
+        form.fields["confirm"].widget.attrs["autofocus"] = True
         return render(request, TEMPLATE, _context(access, forget_form=form), status=422)
     end_user_forget(tenant=access.tenant, user_id=access.end_user.user_id, actor=Actor.USER)
     if access.by_portal:
