@@ -350,3 +350,23 @@ def test_a_start_past_the_end_shows_the_last_page(alice, acme) -> None:
     html = client.get(f"{url}?start=999999").content.decode()
     assert "Messages 11–60 of 60" in html and "line 60" in html and "Earlier messages" in html
     assert "Later messages" not in html
+
+
+@BROWSER
+@LIVE
+def test_the_pager_keeps_the_person_at_their_conversations(pages, api) -> None:
+    """Older and Newer load the page again: it opens at the conversations, not at the top of
+    a page whose notes push them out of sight."""
+    for n in range(15):
+        api.tool("alice", command="create", path=f"/memories/n{n:02}.md", file_text="x\n")
+    for i in range(11):
+        api.capture("alice", f"s-{i:02}", messages(f"question {i}", minutes=100 + i))
+    page = _alice_page(pages, api)
+    heading = page.get_by_role("heading", name="Your conversations")
+    expect(heading).not_to_be_in_viewport()
+    page.get_by_role("link", name="Older").click()
+    expect(page.locator("#conversations .pager")).to_contain_text("Page 2 of 2")
+    expect(heading).to_be_in_viewport()
+    page.get_by_role("link", name="Newer").click()
+    expect(page.locator("#conversations .pager")).to_contain_text("Page 1 of 2")
+    expect(heading).to_be_in_viewport()
