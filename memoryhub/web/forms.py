@@ -18,6 +18,11 @@ from tenants.services import (
 FORGET_WORD = "FORGET"
 
 
+def _lf(text: str) -> str:
+    """Browsers submit a textarea's line breaks as CRLF; memory (documents, facts) uses LF."""
+    return text.replace("\r\n", "\n")
+
+
 def _no_newline(value: str) -> None:
     if "\n" in value or "\r" in value:
         raise forms.ValidationError("The description is one line.")
@@ -35,9 +40,7 @@ class DocumentEditForm(forms.Form):
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
 
     def clean_content(self) -> str:
-        # Browsers submit textarea line breaks as CRLF; memory documents use LF.
-        content: str = self.cleaned_data["content"]
-        return content.replace("\r\n", "\n")
+        return _lf(self.cleaned_data["content"])
 
 
 class DocumentDeleteForm(forms.Form):
@@ -245,6 +248,9 @@ class FactEditForm(forms.Form):
                               error_messages={"required": "Write the fact to save."})
     # The version the form was rendered with: the save refuses if the fact moved on.
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+    def clean_content(self) -> str:
+        return _lf(self.cleaned_data["content"])
 
 
 # Marking a fact no longer true or deleting it: the version the page showed, when sent.

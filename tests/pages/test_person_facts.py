@@ -364,3 +364,14 @@ def test_deleting_a_conversation_takes_what_was_learnt_only_from_it_off_the_page
     expect(work.get_by_label("Fact")).to_have_value("User works at Acme, typing")
     left = api.http.get("/users/alice/facts").json()["facts"]
     assert [f["id"] for f in left] == [acme_id.removeprefix("fact-")]
+
+
+def test_a_line_break_typed_in_a_fact_is_stored_as_in_the_api(alice, acme) -> None:
+    """Browsers send a textarea's line breaks as CRLF; the fact keeps LF, as a note does."""
+    end_user, client = alice
+    _, facts = _learn(acme)
+    lisbon = _by_object(facts)["Lisbon"]
+    edit = f"{person_url(end_user)}facts/{lisbon['id']}/edit"
+    saved = client.post(edit, {"content": "User lives in Faro\r\nsince May", "version": 1}, **HTMX)
+    assert saved.status_code == 200
+    assert _api_facts(acme)[lisbon["id"]]["content"] == "User lives in Faro\nsince May"
