@@ -370,3 +370,15 @@ def test_the_pager_keeps_the_person_at_their_conversations(pages, api) -> None:
     page.get_by_role("link", name="Newer").click()
     expect(page.locator("#conversations .pager")).to_contain_text("Page 1 of 2")
     expect(heading).to_be_in_viewport()
+
+
+def test_without_notes_the_page_does_not_say_nothing_is_stored(alice, acme) -> None:
+    """alice has conversations and no notes: her notes are empty, her memory is not. Once her
+    conversations are deleted too, nothing is stored."""
+    end_user, client, ids = alice
+    html = client.get(person_url(end_user)).content.decode()
+    notes = html[html.index('id="memory-list"'):html.index('id="facts"')]
+    assert "No notes are kept." in notes and "Nothing is stored about you." not in html
+    for name in ("oldest", "middle", "newest"):
+        client.post(person_url(end_user, "web:conversation_delete", conversation_id=ids[name]))
+    assert "Nothing is stored about you." in client.get(person_url(end_user)).content.decode()
