@@ -272,3 +272,23 @@ def test_a_save_with_memory_off_by_the_app_says_so_to_the_person(alice, acme_tea
             "still delete them.") in response.text
     assert "continue without" not in response.text and "typed</textarea>" in response.text
     assert document_of(acme_team.tenant, doc.pk).content == "first by path"
+
+
+@pytest.mark.parametrize("own_switch", ["on", "off"])
+def test_with_memory_off_for_the_app_the_card_does_not_say_it_is_on(alice, acme_team,
+                                                                     own_switch) -> None:
+    """The app's switch wins over the person's (the index is off): the card says memory is
+    off and why, and what the person's own switch will do when the app turns memory on."""
+    end_user, client = alice
+    client.post(person_url(end_user, "web:memory_switch"), {"enabled": own_switch})
+    tenant_settings_update(tenant_id=acme_team.tenant.pk, changes={"memory_enabled": False},
+                           actor="test")
+    html = client.get(person_url(end_user)).content.decode()
+    card = html[html.index('id="memory-switch"'):html.index('id="memory-list"')]
+    assert '<h2 id="switch-heading">Memory is off</h2>' in card
+    assert "Acme has switched memory off" in card
+    assert "The assistant reads these notes" not in card
+    after = {"on": "Your own switch is on: memory comes back when Acme turns it on again.",
+             "off": "Your own switch is off: memory stays off when Acme turns it on again."}
+    assert after[own_switch] in card
+    assert f">Turn your switch {'off' if own_switch == 'on' else 'on'}</button>" in card
