@@ -11,6 +11,7 @@ import json
 import pytest
 
 from memoryhub.models import EndUser, MemoryDocument, Scope
+from memoryhub.services.profiles import profile_set
 from tenants.context import tenant_context
 from tenants.services import tenant_settings_update
 from tests.pages.conftest import document_of, person, person_url, signed_in, write
@@ -258,20 +259,31 @@ def test_deleting_a_session_with_nothing_stored_says_so(alice, acme_team) -> Non
     assert "Deleted the memory of session s-1 (1 document)." in response.content.decode()
 
 
-def test_a_save_with_memory_off_by_the_app_says_so_to_the_person(alice, acme_team) -> None:
+@pytest.mark.parametrize(("switched_off", "path", "scope", "message"), [
+    ("tenant", "/a.md", Scope.GLOBAL, "The app has switched memory off, so notes cannot be "
+                                      "changed for now; you can still delete them."),
+    ("profile", "/recipes.md", Scope.PROFILE, "The app has switched memory off for the profile "
+                                              "cooking, so its notes cannot be changed for now; "
+                                              "you can still delete them."),
+])
+def test_a_save_with_memory_off_by_the_app_says_so_to_the_person(
+        alice, acme_team, switched_off, path, scope, message) -> None:
     """Not the model's "continue without reading or saving memories": the person's text
     stays in the form, with what they can still do."""
     end_user, client = alice
-    tenant_settings_update(tenant_id=acme_team.tenant.pk, changes={"memory_enabled": False},
-                           actor="test")
-    doc = _doc(acme_team.tenant, "/a.md")
+    if switched_off == "tenant":
+        tenant_settings_update(tenant_id=acme_team.tenant.pk, changes={"memory_enabled": False},
+                               actor="test")
+    else:
+        with tenant_context(acme_team.tenant.pk):
+            profile_set(tenant=acme_team.tenant, name="cooking", disabled=True, actor="test")
+    doc = _doc(acme_team.tenant, path, scope)
     url = person_url(end_user, "web:document_edit", document_id=doc.pk)
     response = client.post(url, {"content": "typed", "description": "", "version": "1"}, **HTMX)
     assert response.status_code == 422
-    assert ("The app has switched memory off, so notes cannot be changed for now; you can "
-            "still delete them.") in response.text
+    assert message in response.text
     assert "continue without" not in response.text and "typed</textarea>" in response.text
-    assert document_of(acme_team.tenant, doc.pk).content == "first by path"
+    assert document_of(acme_team.tenant, doc.pk).version == 1
 
 
 @pytest.mark.parametrize("own_switch", ["on", "off"])

@@ -273,7 +273,7 @@ def document_edit(request: HtmxHttpRequest, access: PersonAccess, document_id: i
     except VersionMismatch:
         return _stale(request, access, document_id, attempted=data["content"])
     except MemoryDisabled:
-        form.add_error(None, _memory_off_message(access))
+        form.add_error(None, _memory_off_message(access, doc))
         return _document(request, access, doc, state="edit", form=form, status=422)
     except MemoryRefusal as error:
         form.add_error(None, error.message)
@@ -284,12 +284,15 @@ def document_edit(request: HtmxHttpRequest, access: PersonAccess, document_id: i
     return _document(request, access, saved, state="open", notice=f"Saved {saved.path}.")
 
 
-def _memory_off_message(access: PersonAccess) -> str:
+def _memory_off_message(access: PersonAccess, doc: MemoryDocument) -> str:
     """Why a note's Save was refused with memory off, for the person: the service's text
     tells the model to carry on without memory."""
     if not access.end_user.memory_enabled:
         return ("Memory is off, so your notes cannot be changed: turn memory on to save this "
                 "text, or delete the note.")
+    if access.tenant.memory_enabled:  # then it is the note's profile that is switched off
+        return (f"The app has switched memory off for the profile {doc.scope_key}, so its "
+                "notes cannot be changed for now; you can still delete them.")
     return ("The app has switched memory off, so notes cannot be changed for now; you can "
             "still delete them.")
 
