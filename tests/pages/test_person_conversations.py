@@ -382,3 +382,30 @@ def test_without_notes_the_page_does_not_say_nothing_is_stored(alice, acme) -> N
     for name in ("oldest", "middle", "newest"):
         client.post(person_url(end_user, "web:conversation_delete", conversation_id=ids[name]))
     assert "Nothing is stored about you." in client.get(person_url(end_user)).content.decode()
+
+
+@BROWSER
+@LIVE
+def test_paging_messages_from_the_keyboard_keeps_focus_on_the_messages(pages, api) -> None:
+    """"Show all", "Later messages" and "Earlier messages" replace the conversation, the link
+    pressed with it: focus goes to the messages now shown (not back to the top of the page);
+    the title, a disclosure, keeps focus when it opens and folds the conversation."""
+    api.capture("alice", "s-long", messages(*[f"line {n}" for n in range(1, 56)], minutes=0))
+    page = _alice_page(pages, api)
+    transcript = page.locator("#conversations .transcript")
+    page.get_by_role("link", name="Show all 55 messages").press("Enter")
+    expect(transcript).to_be_focused()
+    expect(transcript).to_have_accessible_name("Messages 1–50 of 55")
+    page.get_by_role("link", name="Later messages").press("Enter")
+    expect(transcript).to_have_accessible_name("Messages 51–55 of 55")
+    expect(transcript).to_be_focused()
+    page.get_by_role("link", name="Earlier messages").press("Enter")
+    expect(transcript).to_have_accessible_name("Messages 1–50 of 55")
+    expect(transcript).to_be_focused()
+    title = page.locator("#conversations .conversation-title")
+    title.press("Enter")
+    expect(page.get_by_role("link", name="Show all 55 messages")).to_be_visible()
+    expect(title).to_be_focused()
+    title.press("Enter")
+    expect(transcript).to_have_accessible_name("Messages 1–50 of 55")
+    expect(title).to_be_focused()

@@ -365,11 +365,13 @@ def _conversation_or_gone(access: PersonAccess, conversation_id: UUID, *,
 
 
 def _conversation(request: HtmxHttpRequest, access: PersonAccess, run: ConversationRun,
-                  *, is_open: bool, at: int) -> HttpResponse:
+                  *, is_open: bool, at: int, focus_messages: bool = False) -> HttpResponse:
     """One conversation, folded (its first messages) or open (a page of its messages): its
-    partial, or the page around it, showing it alone."""
+    partial, or the page around it, showing it alone. ``focus_messages``: the messages shown
+    take focus (the link pressed went with the swap)."""
     context = _context(access, run=run, is_open=is_open, focus_run=run if is_open else None,
-                       conversation_list=ConversationList(page=None, runs=[run], at=at))
+                       conversation_list=ConversationList(page=None, runs=[run], at=at),
+                       focus_messages=focus_messages)
     if is_open:
         later = run.last_seq + 1 if run.has_later else None
         earlier = max(1, run.first_seq - MESSAGES_PAGE) if run.has_earlier else None
@@ -393,7 +395,10 @@ def conversation_show(
         [run] = conversations_with_messages([conversation], first=PREVIEW_MESSAGES)
     else:
         return redirect(f"{_person_url(access)}?page={at}#conv-{conversation.pk}")
-    return _conversation(request, access, run, is_open=not folded, at=at)
+    # "Show all" and the pager name the first message (?start=); the title, which opens and
+    # folds, does not and keeps focus itself (htmx finds its id again).
+    paged = is_partial_request(request) and "start" in request.GET
+    return _conversation(request, access, run, is_open=not folded, at=at, focus_messages=paged)
 
 
 @person_page
