@@ -37,5 +37,7 @@ urlpatterns = [
 # debug pages instead of calling these, and /api/v1/ never reaches them: api/middleware.py).
 handler404 = "api.views.fallback.not_found"
 handler500 = "api.views.fallback.server_error"
+# A body over the limit is 413 on the pages too, not Django's 400.
+handler400 = "memoryhub.web.views.entry.bad_request"
 # allauth's rate limits answer with ROOT_URLCONF.handler429 (a page, and a logged refusal).
 handler429 = "memoryhub.web.views.entry.too_many"

@@ -96,3 +96,16 @@ def test_a_refused_switch_leaves_the_card_and_says_why(alice_page, pages, acme) 
     expect(switch.get_by_role("heading")).to_have_text("Memory is on")
     expect(page.get_by_role("button", name="Turn memory off")).to_be_visible()
 
+
+
+def test_a_save_too_large_to_send_says_so_and_keeps_the_text(alice_page, pages, acme) -> None:
+    """A note over the request limit (1 MiB; possible with the document limit switched off)
+    is refused before any form is read: the person reads that it is too large, not "reload the
+    page", which would lose it; the text stays in the form."""
+    page = alice_page
+    pages.expect_failed_load(413, _edit_path(acme))
+    huge = "x" * (1024 * 1024 + 1) + "\n"
+    page.get_by_label("Content", exact=True).fill(huge)
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#notice")).to_have_text("That is too large to send.")
+    assert page.get_by_label("Content", exact=True).input_value() == huge

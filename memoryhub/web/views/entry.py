@@ -13,12 +13,13 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import NON_FIELD_ERRORS, RequestDataTooBig
 from django.forms import Form
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.views import defaults
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memoryhub.models import EndUser
@@ -66,6 +67,15 @@ class SignInView(LoginView):
 
 
 sign_in = SignInView.as_view()
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponseBase:
+    """``handler400``: Django's, except for a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE``, which
+    is 413 as the API answers it. A note too large to send was a 400, for which the pages'
+    script tells the person to reload, losing the text; on 413 it says the text is too large."""
+    if isinstance(exception, RequestDataTooBig):
+        return render(request, "413.html", status=413)
+    return defaults.bad_request(request, exception)
 
 
 def too_many(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
