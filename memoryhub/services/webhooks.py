@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import httpx
 from django.conf import settings
@@ -171,6 +171,7 @@ def webhook_url_check(url: str, *, resolve: bool = True) -> None:
         raise WebhookUrlError("The URL must be http:// or https:// with a host.")
     if parts.username or parts.password:
         raise WebhookUrlError("Put no credentials in the URL; verify the signature instead.")
+    port = _port(parts)
     try:
         httpx.URL(url).host  # noqa: B018 - decodes the name: a malformed IDNA one ("xn--") raises
     except (httpx.InvalidURL, ValueError) as exc:
@@ -178,13 +179,24 @@ def webhook_url_check(url: str, *, resolve: bool = True) -> None:
     if _config()["allow_private_urls"] or not resolve:
         return
     try:  # the lookup a delivery makes, bounded the same way
-        addresses = addresses_of(parts.hostname, parts.port or 443,
-                                 timeout=_config()["timeout"])
+        addresses = addresses_of(parts.hostname, port, timeout=_config()["timeout"])
     except (Unreachable, NoAnswer) as exc:
         raise WebhookUrlError(f"The host {echo(parts.hostname)} does not resolve.") from exc
     for address in addresses:
         if not _address_allowed(address):
             raise WebhookUrlError(_refused(parts.hostname, address))
+
+
+def _port(parts: SplitResult) -> int:
+    """The URL's port, or its scheme's. urlsplit raises ValueError only when ``.port`` is read
+    (":99999", ":http"), which made such a URL a 500 here and a crash at every delivery."""
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise WebhookUrlError("The port must be a number from 1 to 65535.")
+    return port or (443 if parts.scheme == "https" else 80)
 
 
 def _refused(host: str, address: str) -> str:

@@ -141,6 +141,25 @@ def test_validation(acme, globex, settings) -> None:
     assert (over.status_code, over.json()["error"]["code"]) == (422, "webhook_limit")
 
 
+
+@pytest.mark.parametrize("port", ["99999", "0"])
+def test_a_port_out_of_range_is_refused_not_a_crash(acme, globex, settings, port) -> None:
+    # urlsplit raises only when the port is read: this was a 500, and with private URLs
+    # allowed (no lookup) the endpoint was stored and every delivery to it crashed.
+    url = f"https://hooks.example.com:{port}/x"
+    for private in (False, True):
+        settings.MEMORYHUB_WEBHOOKS = {**settings.MEMORYHUB_WEBHOOKS,
+                                       "allow_private_urls": private}
+        response = acme.client.post("/api/v1/webhooks", {"url": url}, format="json")
+        assert response.status_code == 400, (private, response.content)
+        assert response.json()["error"] == {
+            "code": "invalid_url", "message": "The port must be a number from 1 to 65535."}
+    endpoint = create(acme, "http://127.0.0.1:9/x")
+    response = acme.client.patch(f"/api/v1/webhooks/{endpoint['id']}", {"url": url},
+                                 format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_url")
+    assert acme.client.get(f"/api/v1/webhooks/{endpoint['id']}").json()["url"] == endpoint["url"]
+
 # --- delivery ------------------------------------------------------------------------------
 
 
