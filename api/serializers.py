@@ -667,7 +667,7 @@ class ApiKeyInputSerializer(serializers.Serializer):
         {"properties": {"user_id": {"not": {"type": "string"}}}},  # null
         {"properties": {"permissions": {"items": {"enum": ["memory"]}}}},
     ]}
-    name = StrictStringField(allow_blank=False, max_length=100)
+    name = StrictStringField(blank=False, max_length=100)  # as the dashboard and create_api_key
     permissions = serializers.ListField(
         child=serializers.ChoiceField(choices=["memory", "admin"]), allow_empty=False,
         default=["memory"],

@@ -141,6 +141,16 @@ def test_keys_api_lists_masked_keys_and_revokes(acme, globex) -> None:
     assert acme.client.delete("/api/v1/keys/999999").status_code == 404
 
 
+
+def test_a_key_name_of_only_spaces_is_refused_as_on_the_dashboard(acme) -> None:
+    # The dashboard's form and create_api_key refuse it; the API listed a key named "   ".
+    for name in ("", "   ", "\t\n"):
+        response = acme.client.post("/api/v1/keys", {"name": name}, format="json")
+        assert response.status_code == 400, name
+        assert response.json()["error"]["code"] == "invalid_request"
+        assert response.json()["error"]["message"].startswith("name: ")
+    assert [k["name"] for k in acme.client.get("/api/v1/keys").json()["keys"]] == ["agent", "full"]
+
 def test_create_api_key_command_binds_a_key(acme) -> None:
     out = io.StringIO()
     call_command("create_api_key", "acme", "--permissions", "memory", "--user", OWNER, stdout=out)
