@@ -273,6 +273,10 @@ LOGIN_REDIRECT_URL = "/"
 ACCOUNT_LOGIN_METHODS = {"email"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = "none"
+# An account keeps the one address it was invited with (verified by the link reaching it).
+# With verification off, the account page would add any other address unverified: its
+# holder could sign in with it, and the person later invited there could not sign up.
+ACCOUNT_MAX_EMAIL_ADDRESSES = 1
 ACCOUNT_RATE_LIMITS = {
     "login": "30/m/ip",
     "login_failed": "10/m/ip,5/5m/key",

@@ -6,6 +6,7 @@ import re
 import threading
 
 import pytest
+from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
 from django.core import mail
 from django.db import connections
@@ -90,6 +91,26 @@ def test_a_token_with_another_tenants_id_finds_nothing(acme_team, globex_team) -
     assert Client().get(forged).status_code == 410
     assert Client().get("/invite/garbage").status_code == 410
 
+
+
+def test_an_account_cannot_take_another_address_that_an_invitation_then_needs(
+        acme_team, globex_team) -> None:
+    """With email verification off, the account page added any address unverified: its
+    holder then signed in with it, and the person invited at that address could not sign up
+    ("A user is already registered with this email address"). An account keeps the one
+    address it was invited with."""
+    squatter = signed_in(acme_team.member)
+    assert 'name="action_add"' not in squatter.get("/accounts/email/").content.decode()
+    squatter.post("/accounts/email/", {"action_add": "", "email": "new@acme.test"})  # forged
+    assert not EmailAddress.objects.filter(email__iexact="new@acme.test").exists()
+    assert Client().post("/accounts/login/", {"login": "new@acme.test", "password": PASSWORD}
+                         ).status_code == 200  # no account signs in with it
+    client = Client()
+    client.get(_invite(globex_team.tenant))
+    assert client.post("/accounts/signup/", SIGNUP).status_code == 302
+    invitee = get_user_model().objects.get(email="new@acme.test")
+    with tenant_context(globex_team.tenant.pk):
+        assert Membership.objects.get(user=invitee).role == Role.ADMIN
 
 def test_sign_in_and_sign_out(acme_team) -> None:
     client = Client()
