@@ -23,6 +23,7 @@ from api.representations import (
     api_key_representation,
 )
 from api.serializers import ApiKeyInputSerializer, with_errors
+from memoryhub.selectors.keys import api_keys_listed
 from tenants.models import ApiKey, Permission
 from tenants.services import api_key_create, api_key_revoke
 
@@ -37,8 +38,7 @@ class ApiKeyListView(TenantAPIView):
                    "masked, with the end user a bound key reaches.",
                    responses=with_errors({200: ApiKeyListSerializer}), tags=TAGS)
     def get(self, request: Request) -> Response:
-        keys = ApiKey.objects.order_by("revoked_at", "-created_at", "-id")
-        return Response(api_key_list_representation(keys))
+        return Response(api_key_list_representation(api_keys_listed()))
 
     @extend_schema(
         summary="Mint an API key",

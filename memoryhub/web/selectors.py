@@ -28,6 +28,7 @@ from memoryhub.models import (
     WebhookEndpoint,
 )
 from memoryhub.selectors.conversations import conversations_per_person
+from memoryhub.selectors.keys import api_keys_listed
 from memoryhub.selectors.usage import DayUsage, usage_day, usage_days
 from memoryhub.services.webhooks import secret_masked
 from tenants.context import web_user_context
@@ -176,7 +177,7 @@ def profiles_all() -> list[Profile]:
 
 
 def api_keys_all() -> list[ApiKey]:
-    return list(ApiKey.objects.order_by("revoked_at", "-created_at"))
+    return list(api_keys_listed())
 
 
 def members_all() -> list[Membership]:

@@ -143,6 +143,20 @@ def test_a_key_created_on_the_page_is_shown_once_and_works_until_revoked(acme, g
     assert client.post("/t/acme/keys", {"name": "none", "permissions": []}).status_code == 422
 
 
+
+def test_revoked_keys_are_listed_after_the_working_ones(acme, globex, acme_team) -> None:
+    # PostgreSQL sorts NULLs last in ascending order: ordering by revoked_at put every
+    # revoked key above the working ones, on this page and in GET /api/v1/keys.
+    made = [acme.client.post("/api/v1/keys", {"name": f"key-{n}"}, format="json").json()["id"]
+            for n in range(3)]
+    assert acme.client.delete(f"/api/v1/keys/{made[1]}").status_code == 204
+    globex.client.post("/api/v1/keys", {"name": "globex-key"}, format="json")
+    working_then_revoked = ["key-2", "key-0", "agent", "full", "key-1"]
+    html = signed_in(acme_team.admin).get("/t/acme/keys").content.decode()
+    assert re.findall(r'<th scope="row">(.*?)</th>', html) == working_then_revoked
+    listed = acme.client.get("/api/v1/keys").json()["keys"]
+    assert [k["name"] for k in listed] == working_then_revoked
+
 def test_the_last_owner_cannot_be_demoted_or_removed(acme, acme_team) -> None:
     owner = signed_in(acme_team.owner)
     with tenant_context(acme.tenant.pk):
