@@ -9,6 +9,7 @@ import re
 from urllib.parse import urljoin
 
 from django.core import mail
+from django.utils import timezone
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -156,6 +157,31 @@ def test_revoked_keys_are_listed_after_the_working_ones(acme, globex, acme_team)
     assert re.findall(r'<th scope="row">(.*?)</th>', html) == working_then_revoked
     listed = acme.client.get("/api/v1/keys").json()["keys"]
     assert [k["name"] for k in listed] == working_then_revoked
+
+
+def test_revoking_a_key_or_cancelling_an_invitation_twice_says_it_was_done(acme, acme_team) -> None:
+    """Two tabs, a double click or two admins: the second POST was a "Not found" page."""
+    one, other = signed_in(acme_team.admin), signed_in(acme_team.owner)
+    key = acme.client.post("/api/v1/keys", {"name": "bot"}, format="json").json()
+    assert one.post(f"/t/acme/keys/{key['id']}/revoke").status_code == 302
+    again = other.post(f"/t/acme/keys/{key['id']}/revoke", follow=True)
+    assert again.status_code == 200 and "bot was already revoked." in again.content.decode()
+    assert len(_audit(acme.tenant, "api_key.revoked")) == 1
+
+    one.post("/t/acme/members", {"email": "new@x.test", "role": "member"})
+    one.post("/t/acme/members", {"email": "joins@x.test", "role": "member"})
+    with tenant_context(acme.tenant.pk):
+        cancelled = Invitation.objects.get(email="new@x.test")
+        accepted = Invitation.objects.get(email="joins@x.test")
+        Invitation.objects.filter(pk=accepted.pk).update(accepted_at=timezone.now())
+    assert one.post(f"/t/acme/invitations/{cancelled.pk}/revoke").status_code == 302
+    again = other.post(f"/t/acme/invitations/{cancelled.pk}/revoke", follow=True)
+    assert "The invitation of new@x.test was already cancelled." in again.content.decode()
+    late = other.post(f"/t/acme/invitations/{accepted.pk}/revoke", follow=True)
+    assert "joins@x.test has already accepted the invitation." in late.content.decode()
+    with tenant_context(acme.tenant.pk):
+        assert Invitation.objects.get(pk=accepted.pk).revoked_at is None
+    assert len(_audit(acme.tenant, "member.invitation_revoked")) == 1
 
 def test_the_last_owner_cannot_be_demoted_or_removed(acme, acme_team) -> None:
     owner = signed_in(acme_team.owner)

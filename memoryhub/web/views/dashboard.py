@@ -202,9 +202,12 @@ def api_keys(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
 @tenant_page()
 @require_POST
 def api_key_revoke_view(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> HttpResponse:
-    key = ApiKey.objects.filter(pk=pk, revoked_at=None).first()
+    key = ApiKey.objects.filter(pk=pk).first()
     if key is None:
         raise Http404("No such key")
+    if key.revoked_at is not None:  # a second click, or another admin first: as the API's 204
+        messages.info(request, f"{key.name} was already revoked.")
+        return _back(access, "keys")
     api_key_revoke(tenant=access.tenant, key=key, actor=actor_label(request))
     messages.success(request, f"Revoked {key.name}: it stops working at once.")
     return _back(access, "keys")
@@ -299,9 +302,16 @@ def member_remove(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> Ht
 @require_POST
 def invitation_revoke_view(request: HtmxHttpRequest, access: TenantAccess,
                            pk: int) -> HttpResponse:
-    invitation = Invitation.objects.filter(pk=pk, accepted_at=None, revoked_at=None).first()
+    invitation = Invitation.objects.filter(pk=pk).first()
     if invitation is None:
         raise Http404("No such invitation")
+    # A second click, or another admin or the invitee first: say so instead of "Not found".
+    if invitation.revoked_at is not None:
+        messages.info(request, f"The invitation of {invitation.email} was already cancelled.")
+        return _back(access, "members")
+    if invitation.accepted_at is not None:
+        messages.error(request, f"{invitation.email} has already accepted the invitation.")
+        return _back(access, "members")
     invitation_revoke(tenant=access.tenant, invitation=invitation, actor=actor_label(request))
     messages.success(request, f"Cancelled the invitation of {invitation.email}.")
     return _back(access, "members")
