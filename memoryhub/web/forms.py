@@ -206,6 +206,10 @@ class WebhookSwitchForm(forms.Form):
     enabled = _on_off()
 
 
+class ProfileSwitchForm(forms.Form):
+    disabled = _on_off()
+
+
 def _profile_name(value: str) -> None:
     if not is_profile_name(value):
         raise forms.ValidationError(f"{PROFILE_RULE} (lowercase).")

@@ -121,6 +121,21 @@ def test_profiles_add_disable_enable(acme, globex, acme_team) -> None:
     assert [e.data["disabled"] for e in _audit(acme.tenant, "profile.set")] == [False, True, False]
 
 
+
+def test_a_profile_switch_that_is_neither_on_nor_off_changes_nothing_and_says_so(
+        acme, acme_team) -> None:
+    # Anything but "on" read as "off": a garbled or forged form switched a disabled profile on.
+    assert acme.client.put("/api/v1/profiles/cooking", {"disabled": True},
+                           format="json").status_code == 201
+    with tenant_context(acme.tenant.pk):
+        profile = Profile.objects.get(name="cooking")
+    client = signed_in(acme_team.admin)
+    for sent in ({}, {"disabled": ""}, {"disabled": "true"}):
+        response = client.post(f"/t/acme/profiles/{profile.pk}", sent, follow=True)
+        assert "Choose on or off: profile cooking was not changed." in response.content.decode()
+    assert acme.client.get("/api/v1/profiles").json()["profiles"][0]["disabled"] is True
+    assert len(_audit(acme.tenant, "profile.set")) == 1  # the API's creation only
+
 def test_a_key_created_on_the_page_is_shown_once_and_works_until_revoked(acme, globex,
                                                                          acme_team) -> None:
     client = signed_in(acme_team.admin)

@@ -31,6 +31,7 @@ from memoryhub.web.forms import (
     MemoryToggleForm,
     PeopleSearchForm,
     ProfileForm,
+    ProfileSwitchForm,
     RoleForm,
     TenantSettingsForm,
     WebhookSwitchForm,
@@ -171,7 +172,11 @@ def profile_toggle(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> H
     profile = Profile.objects.filter(pk=pk).first()
     if profile is None:
         raise Http404("No such profile")
-    disabled = request.POST.get("disabled") == "on"
+    form = ProfileSwitchForm(request.POST)
+    if not form.is_valid():  # anything but on or off re-enabled the profile
+        messages.error(request, f"Choose on or off: profile {profile.name} was not changed.")
+        return _back(access, "profiles")
+    disabled = form.cleaned_data["disabled"]
     profile_set(tenant=access.tenant, name=profile.name, disabled=disabled,
                 actor=actor_label(request))
     messages.success(request, f"Profile {profile.name} is {'disabled' if disabled else 'enabled'}.")
