@@ -172,12 +172,17 @@ def tenant_overview() -> Overview:
     )
 
 
-def profiles_all() -> list[Profile]:
-    return list(Profile.objects.order_by("name"))
+# Rows a page of the dashboard's long lists shows: a tenant may have a bound key for every
+# person (MCP clients, devices) and any number of profiles set through the API.
+LIST_PAGE = 50
 
 
-def api_keys_all() -> list[ApiKey]:
-    return list(api_keys_listed())
+def profiles_all() -> QuerySet[Profile]:
+    return Profile.objects.order_by("name")
+
+
+def api_keys_all() -> QuerySet[ApiKey]:
+    return api_keys_listed()
 
 
 def members_all() -> list[Membership]:

@@ -9,13 +9,13 @@ import re
 from urllib.parse import urljoin
 
 from django.core import mail
-from django.utils import timezone
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from memoryhub.models import EndUser, Profile
 from memoryhub.services.events import pressure_event
-from memoryhub.web.selectors import PEOPLE_PAGE
+from memoryhub.web.selectors import LIST_PAGE, PEOPLE_PAGE
 from tenants.context import tenant_context
 from tenants.models import AuditEntry, Invitation, Membership, Role
 from tests.pages.conftest import signed_in, write
@@ -197,6 +197,36 @@ def test_revoking_a_key_or_cancelling_an_invitation_twice_says_it_was_done(acme,
     with tenant_context(acme.tenant.pk):
         assert Invitation.objects.get(pk=accepted.pk).revoked_at is None
     assert len(_audit(acme.tenant, "member.invitation_revoked")) == 1
+
+
+def _rows(html: str) -> list[str]:
+    return re.findall(r'<th scope="row">(?:<code>)?(.*?)(?:</code>)?</th>', html)
+
+
+def test_long_lists_of_keys_and_profiles_come_a_page_at_a_time(acme, globex, acme_team) -> None:
+    """A tenant may have a bound key for every person and any number of profiles: each page
+    showed all of them at once. A row's action comes back to the page it was on."""
+    for n in range(LIST_PAGE):
+        acme.client.post("/api/v1/keys", {"name": f"key-{n:02}"}, format="json")
+        acme.client.put(f"/api/v1/profiles/p-{n:02}", {"disabled": False}, format="json")
+    acme.client.put("/api/v1/profiles/zz-last", {"disabled": False}, format="json")
+    globex.client.put("/api/v1/profiles/globex-only", {"disabled": False}, format="json")
+    client = signed_in(acme_team.admin)
+    for url, total in (("/t/acme/keys", LIST_PAGE + 2), ("/t/acme/profiles", LIST_PAGE + 1)):
+        first = client.get(url).content.decode()
+        assert len(_rows(first)) == LIST_PAGE and "Page 1 of 2" in first, url
+        second = client.get(f"{url}?page=2").content.decode()
+        assert len(_rows(second)) == total - LIST_PAGE and "Page 2 of 2" in second, url
+        assert "globex" not in first + second
+    keys = acme.client.get("/api/v1/keys").json()["keys"]
+    on_page_two = next(k for k in keys if k["name"] == "full")
+    back = client.post(f"/t/acme/keys/{on_page_two['id']}/revoke", {"page": "2"})
+    assert back["Location"] == "/t/acme/keys?page=2"
+    with tenant_context(acme.tenant.pk):
+        last = Profile.objects.get(name="zz-last")
+    back = client.post(f"/t/acme/profiles/{last.pk}", {"disabled": "on", "page": "2"})
+    assert back["Location"] == "/t/acme/profiles?page=2"
+    assert "Profile zz-last is disabled." in client.get(back["Location"]).content.decode()
 
 def test_the_last_owner_cannot_be_demoted_or_removed(acme, acme_team) -> None:
     owner = signed_in(acme_team.owner)

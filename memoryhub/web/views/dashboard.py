@@ -12,13 +12,15 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memoryhub.models import EndUser, Profile, WebhookEndpoint
+from memoryhub.numbers import parse_natural
 from memoryhub.services.people import end_user_forget, portal_link_create
 from memoryhub.services.profiles import profile_set
 from memoryhub.services.webhooks import Attempt, webhook_test_send, webhook_update
@@ -39,6 +41,7 @@ from memoryhub.web.forms import (
 from memoryhub.web.http import HtmxHttpRequest, actor_label
 from memoryhub.web.partials import is_partial_request, render_page
 from memoryhub.web.selectors import (
+    LIST_PAGE,
     PEOPLE_PAGE,
     api_keys_all,
     audit_entries,
@@ -75,6 +78,21 @@ def _page(request: HtmxHttpRequest, access: TenantAccess, template: str, *,
 
 def _back(access: TenantAccess, name: str) -> HttpResponse:
     return redirect(f"web:tenant_{name}", slug=access.tenant.slug)
+
+
+def _back_to_page(request: HtmxHttpRequest, access: TenantAccess, name: str) -> HttpResponse:
+    """Back to the page of the list a row's form was on (its hidden ``page``), so the row
+    just changed is in sight; the list's first page without one."""
+    response = _back(access, name)
+    page = parse_natural(request.POST.get("page", ""))
+    if page is not None and page > 1:
+        response["Location"] += f"?page={page}"
+    return response
+
+
+def _list_page(request: HtmxHttpRequest, rows: QuerySet[Any]) -> Page:
+    """The ``?page=`` of a long list (the first after a POST to the list's own URL)."""
+    return Paginator(rows, LIST_PAGE).get_page(request.GET.get("page"))
 
 
 # --- Overview and settings ----------------------------------------------------------------
@@ -163,7 +181,7 @@ def profiles(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
             return _back(access, "profiles")
     status = 422 if request.method == "POST" else 200
     return _page(request, access, "profiles.html", section="profiles", form=form,
-                 profiles=profiles_all(), status=status)
+                 page=_list_page(request, profiles_all()), status=status)
 
 
 @tenant_page()
@@ -175,12 +193,12 @@ def profile_toggle(request: HtmxHttpRequest, access: TenantAccess, pk: int) -> H
     form = ProfileSwitchForm(request.POST)
     if not form.is_valid():  # anything but on or off re-enabled the profile
         messages.error(request, f"Choose on or off: profile {profile.name} was not changed.")
-        return _back(access, "profiles")
+        return _back_to_page(request, access, "profiles")
     disabled = form.cleaned_data["disabled"]
     profile_set(tenant=access.tenant, name=profile.name, disabled=disabled,
                 actor=actor_label(request))
     messages.success(request, f"Profile {profile.name} is {'disabled' if disabled else 'enabled'}.")
-    return _back(access, "profiles")
+    return _back_to_page(request, access, "profiles")
 
 
 # --- API keys --------------------------------------------------------------------------------
@@ -198,7 +216,7 @@ def api_keys(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
         form = ApiKeyForm()  # the secret is shown once, on this response only
     status = 422 if request.method == "POST" and created is None else 200
     response = _page(request, access, "keys.html", section="keys", form=form,
-                     keys=api_keys_all(), created=created, status=status,
+                     page=_list_page(request, api_keys_all()), created=created, status=status,
                      partials=("keys-panel",))
     response["Cache-Control"] = "no-store"
     return response
@@ -212,10 +230,10 @@ def api_key_revoke_view(request: HtmxHttpRequest, access: TenantAccess, pk: int)
         raise Http404("No such key")
     if key.revoked_at is not None:  # a second click, or another admin first: as the API's 204
         messages.info(request, f"{key.name} was already revoked.")
-        return _back(access, "keys")
+        return _back_to_page(request, access, "keys")
     api_key_revoke(tenant=access.tenant, key=key, actor=actor_label(request))
     messages.success(request, f"Revoked {key.name}: it stops working at once.")
-    return _back(access, "keys")
+    return _back_to_page(request, access, "keys")
 
 
 # --- Members ---------------------------------------------------------------------------------
