@@ -253,6 +253,11 @@ class AugmentationStatus:
     provider: str
     backlog: int
     failures: list[AugmentationFailure]
+    off_because: str = ""  # why nothing is learnt although the tenant's switch is on
+
+    @property
+    def running(self) -> bool:
+        return self.enabled and not self.off_because
 
 
 RECENT_FAILURES = 10
@@ -265,9 +270,21 @@ def conversations_waiting() -> QuerySet[Conversation]:
     return Conversation.objects.filter(message_count__gt=F("augmented_seq"))
 
 
-def augmentation_status(*, enabled: bool) -> AugmentationStatus:
+def _augmentation_off_because(*, memory_enabled: bool, provider: str) -> str:
+    # The run skips a batch for these too (memoryhub/services/augmentation.py), so a card
+    # saying "on" beside them promised facts that never came.
+    if provider == "none":
+        return "This deployment's provider is none (AUGMENTATION_PROVIDER)."
+    if not memory_enabled:
+        return "Memory is off for the tenant."
+    return ""
+
+
+def augmentation_status(*, enabled: bool, memory_enabled: bool) -> AugmentationStatus:
+    provider = settings.AUGMENTATION_PROVIDER
     return AugmentationStatus(
-        enabled=enabled, provider=settings.AUGMENTATION_PROVIDER,
+        enabled=enabled, provider=provider,
+        off_because=_augmentation_off_because(memory_enabled=memory_enabled, provider=provider),
         backlog=conversations_waiting().count(),
         failures=list(AugmentationFailure.objects.order_by("-created_at", "-id")[:RECENT_FAILURES]),
     )

@@ -128,7 +128,7 @@ def main() -> None:
     with tenant_context(tenant_id):
         waiting = conversations_waiting().count()
         everything = Conversation.objects.filter(message_count__gt=F("augmented_seq") + 0)
-        card = timed(args.runs, lambda: augmentation_status(enabled=True))
+        card = timed(args.runs, lambda: augmentation_status(enabled=True, memory_enabled=True))
         count = timed(args.runs, conversations_waiting().count)
         scan = timed(max(args.runs // 5, 3), everything.count)
         indexed_plan = execution_ms(str(conversations_waiting().values("id").query)

@@ -51,6 +51,24 @@ def test_the_dashboard_shows_status_backlog_and_failures(acme, globex, acme_team
     assert stats["Status"] == "off" and stats["Conversations waiting"] == "1"
 
 
+
+def test_the_status_says_off_when_nothing_can_be_learnt(acme, acme_team, settings) -> None:
+    """The tenant's switch is on, but provider none or memory off learns nothing (the run
+    skips the batch): the card said "on" beside them."""
+    settings.AUGMENTATION_PROVIDER = "none"
+    stats, card = _card(acme, acme_team)
+    assert stats["Status"] == "off" and stats["Provider"] == "<code>none</code>"
+    assert "Nothing is learnt: This deployment&#x27;s provider is none" in card
+    settings.AUGMENTATION_PROVIDER = "rules"
+    assert acme.client.patch("/api/v1/tenant", {"memory_enabled": False},
+                             format="json").status_code == 200
+    stats, card = _card(acme, acme_team)
+    assert stats["Status"] == "off" and "Nothing is learnt: Memory is off for the tenant." in card
+    assert acme.client.patch("/api/v1/tenant", {"memory_enabled": True},
+                             format="json").status_code == 200
+    stats, card = _card(acme, acme_team)
+    assert stats["Status"] == "on" and "Nothing is learnt" not in card
+
 def test_forget_everything_removes_the_persons_failures(acme, llm) -> None:
     llm.script(*[Reply(content="not json")] * 2)
     run(acme, capture(acme, "I live in Lisbon."))

@@ -104,7 +104,8 @@ def overview(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
     overview = tenant_overview()
     return _page(request, access, "overview.html", section="overview",
                  overview=overview, charts=usage_charts(overview.usage),
-                 augmentation=augmentation_status(enabled=access.tenant.augmentation_enabled))
+                 augmentation=augmentation_status(enabled=access.tenant.augmentation_enabled,
+                                                  memory_enabled=access.tenant.memory_enabled))
 
 
 @tenant_page()
