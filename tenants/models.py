@@ -159,9 +159,12 @@ class ApiKey(TenantOwned):
 class AuditEntry(TenantOwned):
     """Who changed which setting, key or member of a tenant, and when."""
 
-    actor = models.CharField(max_length=200)  # an email, or "api-key:<lookup_id>"
+    # An account's email (up to 254 characters), "platform:<username>" or "api-key:<lookup_id>".
+    actor = models.CharField(max_length=254)
     action = models.CharField(max_length=64)
-    target = models.CharField(max_length=200, blank=True)
+    # What was acted on: an email, a user_id, a masked key, a profile, or a webhook URL (up to
+    # 2,000 characters, as the API takes them); at 200 a long one failed the change it recorded.
+    target = models.CharField(max_length=2000, blank=True)
     data = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -18,7 +18,7 @@ from memoryhub.services.events import pressure_event
 from memoryhub.web.selectors import LIST_PAGE, PEOPLE_PAGE
 from tenants.context import tenant_context
 from tenants.models import AuditEntry, Invitation, Membership, Role
-from tests.pages.conftest import signed_in, write
+from tests.pages.conftest import account, signed_in, write
 
 SETTINGS = {
     "name": "Acme", "memory_enabled": "on", "recall_threshold": "0.15", "session_days": "30",
@@ -68,6 +68,18 @@ def test_a_limit_changed_on_the_page_applies_to_the_api_at_once(acme, globex, ac
     assert entry.actor == "admin@acme.test"
     assert entry.data["max_document_bytes"] == [16384, 100]
 
+
+
+def test_an_admin_with_a_long_email_is_named_whole_in_the_audit_log(acme, acme_team) -> None:
+    # Accounts have up to 254 characters of email; the audit entry's 200-character actor
+    # made every change such an admin saved a 500.
+    email = "a" * 64 + "@" + "b" * 60 + "." + "c" * 60 + "." + "d" * 60 + ".test"
+    admin = account(acme.tenant, email, Role.ADMIN)
+    response = signed_in(admin).post("/t/acme/settings", {**SETTINGS, "max_index_entries": "7"})
+    assert response.status_code == 302
+    assert acme.client.get("/api/v1/tenant").json()["limits"]["max_index_entries"] == 7
+    [entry] = _audit(acme.tenant, "tenant.settings_changed")
+    assert entry.actor == email
 
 def test_settings_refuse_what_is_not_a_positive_whole_number(acme, acme_team) -> None:
     client = signed_in(acme_team.admin)

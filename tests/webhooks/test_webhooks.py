@@ -160,6 +160,23 @@ def test_a_port_out_of_range_is_refused_not_a_crash(acme, globex, settings, port
     assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_url")
     assert acme.client.get(f"/api/v1/webhooks/{endpoint['id']}").json()["url"] == endpoint["url"]
 
+
+def test_a_long_url_is_kept_whole_in_the_audit_log(acme, globex, private_urls_allowed) -> None:
+    # URLs are taken up to 2,000 characters (a Logic Apps or signed URL passes 200); the audit
+    # entry's 200-character target made such a create, change or delete a 500.
+    url = "http://127.0.0.1:9/hook?sig=" + "s" * 400
+    endpoint = create(acme, url)
+    assert endpoint["url"] == url
+    longer = url + "&v=2"
+    assert acme.client.patch(f"/api/v1/webhooks/{endpoint['id']}", {"url": longer},
+                             format="json").status_code == 200
+    assert acme.client.delete(f"/api/v1/webhooks/{endpoint['id']}").status_code == 204
+    with tenant_context(acme.tenant.id):
+        audited = list(AuditEntry.objects.filter(action__startswith="webhook.")
+                       .order_by("id").values_list("action", "target"))
+    assert audited == [("webhook.created", url), ("webhook.updated", longer),
+                       ("webhook.deleted", longer)]
+
 # --- delivery ------------------------------------------------------------------------------
 
 
