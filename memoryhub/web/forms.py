@@ -235,7 +235,8 @@ ROLE_CHOICES = [(Role.MEMBER, "Member"), (Role.ADMIN, "Admin"), (Role.OWNER, "Ow
 
 
 class InviteForm(forms.Form):
-    email = forms.EmailField(label="Email address")
+    # As long as an account's and an invitation's email can be (a longer one was a 500).
+    email = forms.EmailField(label="Email address", max_length=254)
     role = forms.ChoiceField(choices=ROLE_CHOICES, initial=Role.MEMBER)
 
 
