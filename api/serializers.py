@@ -512,6 +512,9 @@ class TenantSerializer(serializers.Serializer):
         if unknown:
             raise serializers.ValidationError(
                 f"Unknown fields: {echo(', '.join(sorted(unknown)))}.")
+        if "slug" in self.initial_data:  # read-only: DRF drops it, and the 200 said nothing
+            raise serializers.ValidationError(
+                {"slug": "The slug cannot be changed: API keys and URLs name the tenant by it."})
         for name in ("max_message_bytes", "max_history_tokens"):  # spelt twice: must agree
             limits = attrs.get("limits", {})
             if name in attrs and name in limits and attrs[name] != limits[name]:

@@ -73,3 +73,14 @@ def test_patch_tenant_validates_and_applies(acme) -> None:
     assert bad.status_code == 400
     assert bad.json()["error"]["code"] == "invalid_request"
     assert acme.client.get("/api/v1/tenant").json()["limits"]["max_index_entries"] == 5
+
+
+def test_patch_tenant_refuses_the_slug_instead_of_ignoring_it(acme) -> None:
+    # The slug is shown but read-only: a PATCH that tried to change it answered 200 with the
+    # old slug and applied the rest, as if it had worked.
+    response = acme.client.patch("/api/v1/tenant", {"slug": "renamed", "name": "Renamed"},
+                                 format="json")
+    assert response.status_code == 400
+    assert response.json()["error"] == {"code": "invalid_request", "message":
+        "slug: The slug cannot be changed: API keys and URLs name the tenant by it."}
+    assert acme.client.get("/api/v1/tenant").json()["name"] == "Acme"
