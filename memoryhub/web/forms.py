@@ -7,7 +7,13 @@ from typing import Any
 from django import forms
 
 from memoryhub.capture_policy import MAX_PATTERNS, ROLES
-from memoryhub.identifiers import PROFILE_RULE, is_profile_name, is_session_id
+from memoryhub.identifiers import (
+    PROFILE_RULE,
+    USER_ID_RULE,
+    is_profile_name,
+    is_session_id,
+    is_user_id,
+)
 from tenants.models import DEFAULT_LIMITS, Permission, Role
 from tenants.services import (
     MAX_CONVERSATION_TIMEOUT_MINUTES,
@@ -222,6 +228,11 @@ class ProfileForm(forms.Form):
     )
 
 
+def _user_id(value: str) -> None:
+    if not is_user_id(value):
+        raise forms.ValidationError(f"A user id is {USER_ID_RULE}.")
+
+
 class ApiKeyForm(forms.Form):
     name = forms.CharField(max_length=100, label="Key name")
     permissions = forms.MultipleChoiceField(
@@ -229,6 +240,20 @@ class ApiKeyForm(forms.Form):
                  (Permission.ADMIN, "admin: change the tenant's settings")],
         widget=forms.CheckboxSelectMultiple, initial=[Permission.MEMORY],
     )
+    # As POST /api/v1/keys takes it: the person need not have any memory yet (an MCP client
+    # set up before its first conversation); the people page binds those who have.
+    user_id = forms.CharField(
+        label="Bound to end user (optional)", required=False, max_length=128,
+        validators=[_user_id],
+        help_text="The key then reaches only this user id, and cannot have admin.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("user_id") and Permission.ADMIN in cleaned.get("permissions", []):
+            self.add_error("permissions",
+                           "A key bound to one end user cannot have the admin permission.")
+        return cleaned
 
 
 ROLE_CHOICES = [(Role.MEMBER, "Member"), (Role.ADMIN, "Admin"), (Role.OWNER, "Owner")]

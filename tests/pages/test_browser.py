@@ -236,6 +236,30 @@ def test_an_admin_creates_a_key_that_works_on_the_api(pages, acme_team, live_ser
     expect(page.get_by_role("row", name=re.compile("support bot"))).to_contain_text("memory")
 
 
+
+def test_an_admin_binds_a_key_to_someone_who_has_no_memory_yet(pages, api, acme_team,
+                                                                live_server) -> None:
+    """The MCP client of a person set up before their first conversation: the people page
+    lists only those who have memory, so the keys page takes the user id, as the API does."""
+    pages.expect_failed_load(422, "/t/acme/keys")  # the refused combination, with its reason
+    page = pages.new(user=acme_team.admin)
+    page.goto("/t/acme/keys")
+    page.get_by_label("Key name").fill("gina's laptop")
+    page.get_by_label("admin: change the tenant's settings").check()
+    page.get_by_label("Bound to end user (optional)").fill("gina")
+    page.get_by_role("button", name="Create key").click()
+    expect(page.get_by_text("cannot have the admin permission")).to_be_visible()
+    expect(page.get_by_label("Bound to end user (optional)")).to_have_value("gina")
+    page.get_by_label("admin: change the tenant's settings").uncheck()
+    page.get_by_role("button", name="Create key").click()
+    secret = page.locator("#new-key-secret").inner_text()
+    expect(page.get_by_role("row", name=re.compile("gina's laptop"))).to_contain_text("gina")
+    bound = Api(live_server.url, secret)
+    assert not bound.tool("gina", command="create", path="/memories/a.md", file_text="hi")[
+        "is_error"]
+    assert bound.http.get("/users/alice/documents/global/a.md").status_code == 404
+    assert [u["user_id"] for u in bound.http.get("/users").json()["users"]] == ["gina"]
+
 def test_members_page_and_another_tenants_pages_are_404(pages, acme_team, globex_team) -> None:
     page = pages.new(user=acme_team.owner, phone=True)
     page.goto("/t/acme/members")

@@ -172,6 +172,20 @@ def test_a_key_created_on_the_page_is_shown_once_and_works_until_revoked(acme, g
 
 
 
+
+def test_a_key_bound_on_the_keys_page_needs_a_valid_user_id(acme, acme_team) -> None:
+    client = signed_in(acme_team.admin)
+    response = client.post("/t/acme/keys", {"name": "k", "permissions": ["memory"],
+                                            "user_id": "no spaces"})
+    assert response.status_code == 422
+    assert "A user id is 1-128 characters of" in response.content.decode()
+    made = client.post("/t/acme/keys", {"name": "k", "permissions": ["memory"],
+                                        "user_id": " gina "})
+    assert made.status_code == 200
+    keys = acme.client.get("/api/v1/keys").json()["keys"]
+    assert [(k["name"], k["user_id"]) for k in keys][0] == ("k", "gina")
+    assert _audit(acme.tenant, "api_key.created")[-1].data["user_id"] == "gina"
+
 def test_revoked_keys_are_listed_after_the_working_ones(acme, globex, acme_team) -> None:
     # PostgreSQL sorts NULLs last in ascending order: ordering by revoked_at put every
     # revoked key above the working ones, on this page and in GET /api/v1/keys.

@@ -213,6 +213,7 @@ def api_keys(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         created = api_key_create(tenant=access.tenant, name=form.cleaned_data["name"],
                                  permissions=form.cleaned_data["permissions"],
+                                 user_id=form.cleaned_data["user_id"] or None,
                                  actor=actor_label(request))
         form = ApiKeyForm()  # the secret is shown once, on this response only
     status = 422 if request.method == "POST" and created is None else 200
