@@ -33,14 +33,13 @@ from api.params import identifier_schema, valid_process
 from memoryhub.capture_policy import MAX_PATTERN_CHARS, MAX_PATTERNS, ROLES
 from memoryhub.errors import echo
 from memoryhub.facts import FACT_TYPES, MAX_FACT_BYTES
-from memoryhub.identifiers import PROFILE, SESSION_ID, USER_ID, CharacterRule
+from memoryhub.identifiers import NOT_ONE_LINE, PROFILE, SESSION_ID, USER_ID, CharacterRule
 from memoryhub.memory_tool.commands import COMMANDS
 from memoryhub.models import MessageRole, Scope
 from memoryhub.numbers import parse_natural
 from memoryhub.selectors.recall import DEFAULT_SOURCES as DEFAULT_RECALL_SOURCES
 from memoryhub.selectors.recall import SOURCES as RECALL_SOURCES
 from memoryhub.services.conversations import MAX_MESSAGES_PER_REQUEST
-from memoryhub.services.documents import NOT_ONE_LINE
 from memoryhub.services.facts import FactInput
 from memoryhub.services.metadata import MAX_METADATA_BYTES
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH

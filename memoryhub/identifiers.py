@@ -12,11 +12,21 @@ import os
 import re
 import threading
 import time
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from typing import TypeGuard
 
 from memoryhub.errors import MemoryRefusal
+
+# Characters that would break a one-line display (a document's description in the index, a
+# tenant's name in a mail's subject): controls, line and paragraph separators, unpaired
+# surrogates (api.serializers.one_line_pattern states it in the OpenAPI schema).
+NOT_ONE_LINE = frozenset({"Cc", "Zl", "Zp", "Cs"})
+
+
+def is_one_line(text: str) -> bool:
+    return not any(unicodedata.category(char) in NOT_ONE_LINE for char in text)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.capture_policy import ROLES, excluded_roles_problem, redact_patterns_problem
-from memoryhub.identifiers import USER_ID_RULE, is_user_id
+from memoryhub.identifiers import USER_ID_RULE, is_one_line, is_user_id
 from memoryhub.numbers import parse_natural
 from tenants.context import tenant_context
 from tenants.models import (
@@ -177,6 +177,14 @@ def _at_most(limit: int) -> Callable[[object], str | None]:
     return problem
 
 
+def _one_line(value: object) -> str | None:
+    # A tenant's name goes into one-line places: an invitation mail's subject, where a line
+    # break made every invitation a 500 (BadHeaderError), the pages' headings and titles.
+    if isinstance(value, str) and not is_one_line(value):
+        return "Must be one line, without control characters."
+    return None
+
+
 def _a_share(value: object) -> str | None:
     if isinstance(value, int | float) and not 0.0 <= value <= 1.0:
         return "Must be between 0 and 1."
@@ -186,6 +194,7 @@ def _a_share(value: object) -> str | None:
 # The rules a setting's value must follow beyond its type: one place, called by the API's
 # serializer, the settings page's form and tenant_settings_update itself.
 _SETTING_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "name": _one_line,
     "capture_excluded_roles": excluded_roles_problem,
     "capture_redact": redact_patterns_problem,
     "conversation_timeout_minutes": _at_most(MAX_CONVERSATION_TIMEOUT_MINUTES),

@@ -35,7 +35,6 @@ transaction if it wants to keep that event.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Sequence
 
 from django.db import OperationalError
@@ -53,6 +52,7 @@ from memoryhub.errors import (
     ToolError,
     VersionMismatch,
 )
+from memoryhub.identifiers import is_one_line
 from memoryhub.memory_tool.texts import (
     already_exists,
     delete_does_not_exist,
@@ -103,10 +103,6 @@ from memoryhub.store.documents import document_update
 from tenants.models import Tenant
 
 DESCRIPTION_MAX_CHARS = 200
-# Characters that would break the one-line description in the index: controls, line and
-# paragraph separators, unpaired surrogates (api.serializers.one_line_pattern states it in the
-# OpenAPI schema).
-NOT_ONE_LINE = frozenset({"Cc", "Zl", "Zp", "Cs"})
 
 # An edit of the memory tool: old content -> (new content, the text for the model).
 Edit = Callable[[str], tuple[str, str]]
@@ -195,7 +191,7 @@ def description_check(description: object) -> str | None:
     if (
         not isinstance(description, str)
         or len(description) > DESCRIPTION_MAX_CHARS
-        or any(unicodedata.category(char) in NOT_ONE_LINE for char in description)
+        or not is_one_line(description)
     ):
         raise NotText(
             f"Error: description must be one line of text of at most {DESCRIPTION_MAX_CHARS} "

@@ -93,6 +93,24 @@ def test_settings_refuse_what_is_not_a_positive_whole_number(acme, acme_team) ->
     assert _audit(acme.tenant, "tenant.settings_changed") == []
 
 
+
+def test_a_tenant_name_is_one_line_so_invitations_can_be_mailed(acme, acme_team) -> None:
+    # The name is the invitation mail's subject: a line break set through the API made every
+    # invitation a 500 (BadHeaderError), and the page took one from a forged form too.
+    for bad in ("Acme\nInc", "Acme\u2028Inc", "Acme\x07"):
+        refused = acme.client.patch("/api/v1/tenant", {"name": bad}, format="json")
+        assert refused.status_code == 400, repr(bad)
+        assert refused.json()["error"]["message"] == (
+            "name: Must be one line, without control characters.")
+    client = signed_in(acme_team.admin)
+    response = client.post("/t/acme/settings", {**SETTINGS, "name": "Acme\r\nInc"})
+    assert response.status_code == 422
+    assert "Must be one line, without control characters." in response.content.decode()
+    assert acme.client.get("/api/v1/tenant").json()["name"] == "Acme"
+    assert client.post("/t/acme/members", {"email": "new@x.test", "role": "member"}
+                       ).status_code == 200
+    assert mail.outbox[0].subject == "You are invited to Acme on MemoryHub"
+
 def test_memory_off_for_the_tenant(acme, acme_team) -> None:
     client = signed_in(acme_team.owner)
     response = client.post("/t/acme/memory", {"memory_enabled": "off"}, HTTP_HX_REQUEST="true")

@@ -49,7 +49,8 @@ def test_staff_meet_the_settings_rules_the_api_and_the_dashboard_apply(acme, acm
                if v is not None}
     for field, bad, problem in (("session_days", "1000000", "Must be at most 36500."),
                                 ("recall_threshold", "5", "Must be between 0 and 1."),
-                                ("recall_threshold", "-0.5", "Must be between 0 and 1.")):
+                                ("recall_threshold", "-0.5", "Must be between 0 and 1."),
+                                ("name", "Acme\r\nInc", "Must be one line")):
         response = client.post(url, {**initial, "memory_enabled": "on", field: bad,
                                      "_save": "Save"})
         assert response.status_code == 200, (field, bad)
