@@ -185,9 +185,20 @@ class TenantSettingsForm(forms.Form):
         super().__init__(*args, **kwargs)
         for name, label in LIMIT_LABELS.items():
             self.fields[name] = _limit_field(label)
+        # Each field carries the value the page showed, so ``changed_data`` names only what
+        # the admin edited: saving the page must not put back a setting that the API or
+        # another admin changed since it was opened.
+        for field in self.fields.values():
+            field.show_hidden_initial = True
 
     def limit_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in LIMIT_LABELS]
+
+    def edited(self) -> dict[str, Any]:
+        """The valid values the admin changed on the page; a field sent without the value the
+        page showed (a script's POST) counts as changed, blank and unticked included."""
+        return {name: self.cleaned_data[name] for name in self.fields
+                if name in self.changed_data or self[name].html_initial_name not in self.data}
 
     def clean(self) -> dict[str, Any]:
         # The settings' own rules (tenants.services), the same the API applies: not repeated here.

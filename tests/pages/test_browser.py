@@ -200,6 +200,29 @@ def test_an_admin_changes_a_limit_and_the_api_enforces_it(pages, api, acme_team)
     shot(page, "tenant-end-users")
 
 
+
+def test_saving_the_settings_page_keeps_what_changed_since_it_was_opened(
+        pages, api, acme_team) -> None:
+    """Another admin, or a deploy script through the API, changes a limit while the page is
+    open; saving the page with another edit put the old limit back, unseen."""
+    page = pages.new(user=acme_team.admin)
+    page.goto("/t/acme/settings")
+    expect(page.get_by_label("Largest document (bytes)")).to_have_value("16384")
+    assert api.http.patch("/tenant", json={"limits": {"max_document_bytes": 100},
+                                           "capture": {"redact": ["a+b", "c"]}}).status_code == 200
+    page.get_by_label("Name").fill("Acme Corp")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_text("Settings saved")).to_be_visible()
+    settings = api.http.get("/tenant").json()
+    assert settings["name"] == "Acme Corp"
+    assert settings["limits"]["max_document_bytes"] == 100
+    assert settings["capture"]["redact"] == ["a+b", "c"]
+    expect(page.get_by_label("Largest document (bytes)")).to_have_value("100")
+    page.get_by_label("Largest document (bytes)").fill("")  # blank still switches it off
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_text("Settings saved")).to_be_visible()
+    assert api.http.get("/tenant").json()["limits"]["max_document_bytes"] is None
+
 def test_an_admin_disables_a_profile_and_the_index_turns_off(pages, api, acme_team) -> None:
     api.tool("erin", command="create", path="/memories/recipes.md", file_text="soup",
              scope="profile", profile="cooking")

@@ -149,8 +149,8 @@ def settings_page(request: HtmxHttpRequest, access: TenantAccess) -> HttpRespons
         return _page(request, access, "settings.html", section="settings", form=form)
     form = TenantSettingsForm(request.POST)
     if form.is_valid():
-        initial = _settings_initial(access)
-        changes = {k: v for k, v in form.cleaned_data.items() if initial.get(k) != v}
+        current = _settings_initial(access)
+        changes = {k: v for k, v in form.edited().items() if current.get(k) != v}
         try:
             tenant_settings_update(tenant_id=access.tenant.pk, changes=changes,
                                    actor=actor_label(request))
