@@ -6,6 +6,7 @@ Each change must reach the API at once and leave an AuditEntry naming the accoun
 from __future__ import annotations
 
 import re
+import socket
 from urllib.parse import urljoin
 
 from django.core import mail
@@ -355,6 +356,27 @@ def test_an_email_too_long_for_an_account_is_refused_on_the_form(acme, acme_team
     assert not mail.outbox
     with tenant_context(acme.tenant.pk):
         assert not Invitation.objects.exists()
+
+
+def test_an_invitation_stands_when_its_mail_cannot_be_sent(acme, acme_team, settings,
+                                                           caplog) -> None:
+    # Django's SMTP backend against a port nobody listens on: the send raised, the page was a
+    # 500 and the invitation was rolled back, so the admin could not even pass the link on.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", closed_port, 5
+    response = signed_in(acme_team.admin).post("/t/acme/members",
+                                               {"email": "new@x.test", "role": "member"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Invitation made, but the mail to new@x.test could not be sent" in html
+    link = re.search(r'id="invite-link">http://testserver(/invite/[^<]+)<', html).group(1)
+    assert "the invitation mail to new@x.test was not sent" in caplog.text
+    with tenant_context(acme.tenant.pk):
+        assert Invitation.objects.get().email == "new@x.test"
+    assert Client().get(link)["Location"] == "/accounts/signup/"  # the link works
 
 def test_inviting_a_member_or_a_pending_email_is_refused(acme, acme_team) -> None:
     client = signed_in(acme_team.admin)

@@ -7,6 +7,8 @@ change applies to the very next API call.
 
 from __future__ import annotations
 
+import logging
+from smtplib import SMTPException
 from typing import Any
 
 from django.contrib import messages
@@ -66,6 +68,8 @@ from tenants.services import (
     membership_role_change,
     tenant_settings_update,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def _page(request: HtmxHttpRequest, access: TenantAccess, template: str, *,
@@ -267,16 +271,30 @@ def members(request: HtmxHttpRequest, access: TenantAccess) -> HttpResponse:
         form.add_error("email", str(refusal))
         return _members_page(request, access, form=form, status=422)
     link = request.build_absolute_uri(reverse("web:invitation", kwargs={"token": created.token}))
-    send_mail(
-        subject=f"You are invited to {access.tenant.name} on MemoryHub",
-        message=(f"{actor_label(request)} invited you to {access.tenant.name} as {role}.\n\n"
-                 f"Accept within 7 days: {link}\n"),
-        from_email=None, recipient_list=[created.invitation.email],
-    )
+    mailed = _invitation_mail(request, access, email=created.invitation.email, role=role,
+                              link=link)
     response = _members_page(request, access, form=InviteForm(), invited=created.invitation,
-                             invite_link=link)
+                             invite_link=link, mailed=mailed)
     response["Cache-Control"] = "no-store"
     return response
+
+
+def _invitation_mail(request: HtmxHttpRequest, access: TenantAccess, *, email: str, role: str,
+                     link: str) -> bool:
+    """Mail the link; False when the mail server refused or could not be reached. The
+    invitation stands either way (the page shows its link to pass on): a mail failure was a
+    500 that also rolled the invitation back."""
+    try:
+        send_mail(
+            subject=f"You are invited to {access.tenant.name} on MemoryHub",
+            message=(f"{actor_label(request)} invited you to {access.tenant.name} as {role}.\n\n"
+                     f"Accept within 7 days: {link}\n"),
+            from_email=None, recipient_list=[email],
+        )
+    except (OSError, SMTPException):  # SMTPException is an OSError; named for the reader
+        logger.exception("the invitation mail to %s was not sent", email)
+        return False
+    return True
 
 
 def _membership_or_404(pk: int) -> Membership:
