@@ -28,7 +28,8 @@ class TenantView(TenantAPIView):
                    summary="Change the tenant's settings (applies at once)",
                    tags=["tenant administration"])
     def patch(self, request: Request) -> Response:
-        serializer = TenantSerializer(data=request.data, partial=True)
+        serializer = TenantSerializer(data=request.data, partial=True,
+                                      context={"slug": self.tenant.slug})
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         changes = {k: v for k, v in data.items() if k not in {"limits", "retention", "capture"}}

@@ -84,3 +84,11 @@ def test_patch_tenant_refuses_the_slug_instead_of_ignoring_it(acme) -> None:
     assert response.json()["error"] == {"code": "invalid_request", "message":
         "slug: The slug cannot be changed: API keys and URLs name the tenant by it."}
     assert acme.client.get("/api/v1/tenant").json()["name"] == "Acme"
+
+
+def test_patch_tenant_takes_back_what_get_gave(acme) -> None:
+    """GET's body, slug included, sent back with one change is a valid PATCH."""
+    shown = acme.client.get("/api/v1/tenant").json()
+    response = acme.client.patch("/api/v1/tenant", {**shown, "name": "Acme Two"}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json() == {**shown, "name": "Acme Two"}
