@@ -16,6 +16,7 @@ from tenants.models import ApiKey, Membership, Tenant
 @pytest.mark.parametrize(("args", "refusal"), [
     (["s" * 64], "at most 63 characters"),
     (["longname", "--name", "n" * 201], "at most 200 characters"),
+    (["twolines", "--name", "Acme\nCorp"], "Invalid name: "),
 ])
 def test_create_tenant_refuses_a_slug_or_name_too_long(db, args, refusal) -> None:
     """Both were a traceback of PostgreSQL's DataError (value too long)."""

@@ -14,7 +14,7 @@ from django.core.validators import validate_email, validate_slug
 from django.db import IntegrityError
 
 from tenants.models import Tenant
-from tenants.services import api_key_create, tenant_create
+from tenants.services import api_key_create, tenant_create, tenant_setting_problem
 
 
 class Command(BaseCommand):
@@ -36,6 +36,8 @@ class Command(BaseCommand):
             longest = getattr(Tenant._meta.get_field(field), "max_length", None)
             if longest is not None and len(value) > longest:  # else PostgreSQL's DataError
                 raise CommandError(f"The {field} must be at most {longest} characters.")
+        if options["name"] and (problem := tenant_setting_problem("name", options["name"])):
+            raise CommandError(f"Invalid name: {problem}")  # the rule the API and dashboard keep
         if Tenant.objects.filter(slug=slug).exists():
             raise CommandError(f"Tenant {slug!r} already exists; use create_api_key for a new key.")
         _check_owner(options["owner_email"], options["owner_password"])
