@@ -22,11 +22,14 @@ reference; the README ("Moving from mem0") says how MemoryHub's differs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from django.http import HttpResponseBase, StreamingHttpResponse
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.encoders import JSONEncoder
 
 from api.errors import ApiError
 from api.mem0.base import Mem0Pagination, Mem0View
@@ -51,6 +54,7 @@ from api.mem0.serializers import (
 )
 from api.params import valid_session_id, valid_user_id
 from api.parsers import TextRuleJSONParser
+from api.serializers import MAX_PAGE_SIZE
 from memoryhub.errors import echo
 from memoryhub.models import Actor, Fact
 from memoryhub.selectors.conversations import parse_uuid
@@ -62,6 +66,7 @@ from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.facts import FactInput, fact_create, fact_delete, fact_update, facts_forget
 from memoryhub.services.metadata import metadata_checked
 from memoryhub.services.people import end_user_forget
+from tenants.context import tenant_context
 
 DEFAULT_SESSION = "mem0"  # the session of an add's conversation without run_id
 NOT_FOUND = "Memory not found."
@@ -205,12 +210,41 @@ class MemoryHistoryView(_OneMemory):
         return Response(history_representation(fact, rows))
 
 
+ENTITY_CHUNK = MAX_PAGE_SIZE  # people read per statement when users() streams them all
+
+
+def _everyone(tenant_id: int, only: str | None) -> Iterator[str]:
+    """Every person, as mem0's page holding them all, read in keyset chunks of
+    ``ENTITY_CHUNK``: the server holds one chunk at a time, however many people there are.
+    The response streams after the view's transaction has ended, so each chunk is read in a
+    short transaction of its own (tenant_context: the tenant's RLS). ``count`` comes last,
+    so it is the number of people sent even when someone is added or forgotten meanwhile."""
+    yield '{"results": ['
+    sent, after = 0, None
+    while True:
+        with tenant_context(tenant_id):
+            chunk = list(end_users_with_fact_counts(only=only, after=after)[:ENTITY_CHUNK])
+        for person in chunk:
+            yield ("," if sent else "") + json.dumps(entity_representation(person),
+                                                     cls=JSONEncoder)
+            sent += 1
+        if len(chunk) < ENTITY_CHUNK:
+            break
+        after = chunk[-1].user_id
+    yield f'], "count": {sent}, "next": null, "previous": null}}'
+
+
 class EntityListView(Mem0View):
-    """``users()``: the tenant's people (a bound key: its own), in mem0's pages."""
+    """``users()``: the tenant's people (a bound key: its own). mem0's client asks once, with
+    no ``page`` or ``page_size``, and ``delete_users()`` and ``reset()`` forget whoever that
+    answer lists: then it lists everyone, streamed. Asked with either, mem0's pages."""
 
     person_in = "nowhere"
 
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponseBase:
+        if not {"page", "page_size"} & request.query_params.keys():
+            return StreamingHttpResponse(_everyone(self.tenant_id, self.principal.user_id),
+                                         content_type="application/json")
         pages = Mem0Pagination()
         people = end_users_with_fact_counts(only=self.principal.user_id)
         page = pages.paginate_queryset(people, request, view=self)

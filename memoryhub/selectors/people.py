@@ -121,14 +121,18 @@ def end_users_page(
     return _summaries(list(end_users[: limit + 1]))
 
 
-def end_users_with_fact_counts(*, only: str | None = None) -> QuerySet[EndUser]:
+def end_users_with_fact_counts(*, only: str | None = None,
+                               after: str | None = None) -> QuerySet[EndUser]:
     """Every person by user_id, each with ``n_facts`` (their valid facts), for a paginator
-    (mem0's entities, api/mem0); ``only``: just the person with that user_id (a bound key)."""
+    (mem0's entities, api/mem0); ``only``: just the person with that user_id (a bound key);
+    ``after``: those whose user_id sorts after it (a keyset, in the order of the list)."""
     valid_facts = (Fact.objects.filter(end_user=OuterRef("pk"), invalid_at__isnull=True)
                    .order_by().values("end_user").annotate(n=Count("id")).values("n"))
     people = EndUser.objects.order_by("user_id")
     if only is not None:
         people = people.filter(user_id=only)
+    if after is not None:
+        people = people.filter(user_id__gt=after)
     return people.annotate(n_facts=Coalesce(Subquery(valid_facts), 0))
 
 

@@ -9,6 +9,7 @@ person, errors in mem0's shape, and the rate limit's 429 with Retry-After.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
@@ -25,6 +26,9 @@ from mem0.exceptions import (
     ValidationError,
 )
 
+from tenants.context import tenant_context
+from tenants.models import Tenant
+from tests.factories import EndUserFactory
 from tests.integrations.keys import bound_key, operator_key, operator_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -222,6 +226,48 @@ def test_what_the_rest_api_shows_of_mem0s_writes(live_server) -> None:
         assert api.get("/users/quiet").json()["messages"] == 0
 
 
+def people(slug: str, count: int) -> None:
+    """``count`` more people in the tenant, p0001, p0002...; nothing stored for them."""
+    tenant = Tenant.objects.get(slug=slug)
+    with tenant_context(tenant.pk):
+        for n in range(1, count + 1):
+            EndUserFactory(tenant=tenant, user_id=f"p{n:04}")
+
+
+def test_users_lists_everyone_when_it_asks_for_no_page(live_server) -> None:
+    """mem0's ``users()`` asks once, with no ``page`` or ``page_size``, and ``delete_users()``
+    and ``reset()`` forget whoever it lists: the answer holds every person (streamed, a chunk
+    of people at a time), not a first page. Asked with either, it is mem0's pages."""
+    key = operator_tenant("initech")
+    client = mem0(live_server, key)
+    client.add("I like tea.", user_id="alice", infer=False)
+    people("initech", 1029)  # past a chunk of 1,000
+    everyone = client.users()
+    names = [e["name"] for e in everyone["results"]]
+    assert everyone["count"] == len(names) == len(set(names)) == 1030
+    assert names == sorted(names) and (everyone["next"], everyone["previous"]) == (None, None)
+    alice = everyone["results"][0]
+    assert alice == {**alice, "name": "alice", "type": "user", "total_memories": 1}
+    with raw(live_server, key) as http:
+        page = http.get("/v1/entities/", params={"page": 2}).json()
+        assert (page["count"], len(page["results"]), page["results"][0]["name"]) == (
+            1030, 100, "p0100")
+    bob = mem0(live_server, bound_key("initech", "bob"))
+    bob.add("I like coffee.", infer=False)
+    assert [e["name"] for e in bob.users()["results"]] == ["bob"]
+
+
+def test_reset_forgets_everyone(live_server) -> None:
+    key = operator_tenant("initech")
+    client = mem0(live_server, key)
+    client.add("I like tea.", user_id="alice", infer=False)
+    people("initech", 120)
+    assert client.reset()["message"].startswith("Client reset successful")
+    assert client.users()["results"] == []
+    with rest(live_server, key) as api:
+        assert api.get("/users").json()["users"] == []
+
+
 def test_another_tenants_memories_are_absent(live_server) -> None:
     acme = mem0(live_server, operator_tenant("acme"))
     globex = mem0(live_server, operator_tenant("globex"))
@@ -403,4 +449,6 @@ def test_pages_and_searches_cost_the_same_queries_whatever_their_size(acme, glob
         assert len(found["results"]) == size
         statements.append(len(queries))
     assert statements[0] == statements[1]
-    assert globex.client.get("/mem0/v1/entities/").json()["count"] == 0
+    assert globex.client.get("/mem0/v1/entities/?page=1").json()["count"] == 0
+    streamed = globex.client.get("/mem0/v1/entities/").streaming_content
+    assert json.loads(b"".join(streamed))["count"] == 0
