@@ -5,7 +5,9 @@ The client sends the person either at the top level (``add``'s ``user_id=``) or 
 MemoryHub's memories belong to a person (``user_id``): ``agent_id``, ``app_id`` and ``run_id``
 are entity names too and are accepted (``run_id`` is an added conversation's session); any
 other filter is refused, as a filter silently ignored would return memories the caller
-meant to leave out. Options of mem0's that MemoryHub has no counterpart for (``rerank``,
+meant to leave out, and so are the options that filter beside ``filters`` (search's and
+get_all's ``categories`` and ``metadata``). Options of mem0's that MemoryHub has no
+counterpart for (``rerank``,
 ``custom_categories``, ``output_format``...) are not filters and are ignored.
 """
 
@@ -63,6 +65,23 @@ def named_entities(body: object) -> dict[str, object]:
         if key in named and named[key] != value:
             raise _invalid(f"{key} is named twice, differently.")
         named[key] = value
+    return named
+
+
+# Options of search and get_all that filter what they return, sent beside ``filters``
+# (mem0ai's SearchMemoryOptions and GetAllMemoryOptions).
+FILTER_OPTIONS = ("categories", "metadata")
+
+
+def read_entities(body: object) -> dict[str, object]:
+    """``named_entities`` of a search or a get_all, whose options must not filter: each of
+    ``FILTER_OPTIONS`` given is 400, as a filter by it is, never ignored (ignoring it would
+    return memories the caller meant to leave out)."""
+    named = named_entities(body)  # 400 for a body that is not an object
+    for key in FILTER_OPTIONS:
+        if isinstance(body, Mapping) and body.get(key):  # None, [] and {} filter nothing
+            raise _invalid(f"Unsupported option {key!r}: MemoryHub's mem0 API does not filter "
+                           f"by {key}; leave it out and pick from the results by their {key}.")
     return named
 
 

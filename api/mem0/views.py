@@ -50,6 +50,7 @@ from api.mem0.serializers import (
     UpdateInput,
     moment,
     named_entities,
+    read_entities,
     update_fields,
 )
 from api.params import valid_session_id, valid_user_id
@@ -136,7 +137,7 @@ class SearchView(Mem0View):
 
     def post(self, request: Request) -> Response:
         raw = self.body(request)
-        named_entities(raw)
+        read_entities(raw)
         body = SearchInput(data=raw)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -153,7 +154,7 @@ class MemoryListView(Mem0View):
     reading_methods = frozenset({"POST"})
 
     def post(self, request: Request) -> Response:
-        named_entities(self.body(request))
+        read_entities(self.body(request))
         self.person()
         pages = Mem0Pagination()
         page = pages.paginate_queryset(facts_listed(end_user=self.end_user), request, view=self)

@@ -18,7 +18,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from mem0 import AsyncMemoryClient, MemoryClient
-from mem0.client.types import DeleteAllMemoryOptions
+from mem0.client.types import DeleteAllMemoryOptions, SearchMemoryOptions
 from mem0.exceptions import (
     AuthenticationError,
     MemoryNotFoundError,
@@ -367,11 +367,19 @@ def test_errors_have_mem0s_shape_and_the_rest_apis_status(live_server) -> None:
                             metadata={"key": "sk-ant-api03-" + "a" * 90}), 422),
         (lambda: client.search("tea", filters={"user_id": "a", "created_at": {"gte": 1}}), 400),
         (lambda: client.search("tea", filters={"user_id": "a"}, top_k=51), 400),
+        # Options beside filters that filter too: refused as such filters are, not ignored.
+        (lambda: client.search("tea", filters={"user_id": "a"}, categories=["preference"]), 400),
+        (lambda: client.search("tea", SearchMemoryOptions(filters={"user_id": "a"},
+                                                          metadata={"channel": "web"})), 400),
+        (lambda: client.get_all(filters={"user_id": "a"}, categories=["preference"]), 400),
         (lambda: client.get_all(filters={"user_id": "a"}, page_size=1001), 400),
     ):
         with pytest.raises(ValidationError) as refused:
             call()
         assert refused.value.debug_info["status_code"] == status
+    with pytest.raises(ValidationError, match="does not filter by metadata"):
+        client.search("tea", filters={"user_id": "a"}, metadata={"channel": "web"})
+    assert client.search("tea", filters={"user_id": "a"}, categories=[]) == {"results": []}
     with pytest.raises(MemoryNotFoundError, match="Invalid page"):
         client.get_all(filters={"user_id": "a"}, page=2)
 
