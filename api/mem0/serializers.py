@@ -1,14 +1,14 @@
 """mem0's request bodies, as ``mem0ai``'s ``MemoryClient`` (2.2.x) sends them.
 
 The client sends the person either at the top level (``add``'s ``user_id=``) or in
-``filters`` (``search``, ``get_all``; ``{"user_id": ...}`` or ``{"AND": [{"user_id": ...}]}``).
+``filters`` (``search``, ``get_all``; ``{"user_id": ...}``, or ``AND`` or ``OR`` of such).
 MemoryHub's memories belong to a person (``user_id``): ``agent_id``, ``app_id`` and ``run_id``
 are entity names too and are accepted (``run_id`` is an added conversation's session); any
 other filter is refused, as a filter silently ignored would return memories the caller
 meant to leave out, and so are the options that filter beside ``filters`` (search's and
 get_all's ``categories`` and ``metadata``). Options of mem0's that MemoryHub has no
-counterpart for (``rerank``,
-``custom_categories``, ``output_format``...) are not filters and are ignored.
+counterpart for (``rerank``, ``custom_categories``, ``output_format``...) are not filters
+and are ignored.
 """
 
 from __future__ import annotations
@@ -39,11 +39,14 @@ def _invalid(message: str) -> ApiError:
 
 
 def _filter_items(filters: object) -> Iterator[tuple[str, object]]:
-    """The (key, value) pairs of a mem0 filter: a flat object, or ``AND`` of such objects."""
+    """The (key, value) pairs of a mem0 filter: a flat object, or ``AND`` or ``OR`` of such
+    objects. An ``OR`` names its person as an ``AND`` does: agents, apps and runs hold no
+    memories of their own here, so ``{"OR": [{"user_id": "alice"}, {"agent_id": "bot"}]}``
+    is alice's memories, and an ``OR`` of two people names one twice, differently (400)."""
     if not isinstance(filters, dict):
         raise _invalid("filters must be a JSON object, such as {\"user_id\": \"alice\"}.")
     for key, value in filters.items():
-        if key == "AND" and isinstance(value, list):
+        if key in ("AND", "OR") and isinstance(value, list):
             for part in value:
                 yield from _filter_items(part)
         elif key in ENTITY_KEYS:

@@ -77,6 +77,13 @@ def test_the_sync_client_round_trip(live_server) -> None:
     assert found[0]["id"] == veg and set(found[0]) == MEMORY_KEYS | {"score"}
     assert 0 < found[0]["score"] <= 1
     assert client.search("vegetarian", filters={"user_id": "bob"}) == {"results": []}
+    # mem0's v2 filters: AND and OR name the person; agents hold no memories of their own.
+    for filters in ({"AND": [{"user_id": "alice"}, {"agent_id": "support-bot"}]},
+                    {"OR": [{"user_id": "alice"}, {"agent_id": "support-bot"}]}):
+        assert client.search("vegetarian", filters=filters)["results"][0]["id"] == veg
+        assert client.get_all(filters=filters)["count"] == 2
+    with pytest.raises(ValidationError, match="user_id is named twice, differently"):
+        client.search("vegetarian", filters={"OR": [{"user_id": "alice"}, {"user_id": "bob"}]})
 
     page = client.get_all(filters={"user_id": "alice"}, page=1, page_size=1)
     assert page["count"] == 2 and page["previous"] is None
