@@ -12,7 +12,8 @@ the same one place (api/authentication.py): another person reads as absent and w
 is 403. A body naming no one, with a bound key, names the key's person (as MCP's tools do).
 A query naming someone other than by ``user_id`` (``delete_all(agent_id=)``, or the typed
 ``filters``, which the client sends as a Python repr) names no one: refused, never read as the
-key's person, whose memories it would delete. A memory found by its id is looked for among the
+key's person, whose memories it would delete; a query naming someone twice (``user_id``
+given twice, or beside ``filters``) is refused too. A memory found by its id is looked for among the
 bound key's person's only.
 """
 
@@ -39,6 +40,9 @@ NO_PERSON = ("user_id is required (as user_id, or in filters.user_id): MemoryHub
 NO_PERSON_IN_QUERY = ("user_id is required in the query (delete_all(user_id=...)): MemoryHub "
                       "keeps memories per person; agent_id, app_id, run_id and filters name no "
                       "one here.")
+NAMED_TWICE_IN_QUERY = ("Name the person once, as user_id in the query (delete_all(user_id="
+                        "...)), without filters: MemoryHub deletes one person's memories at a "
+                        "time.")
 # What else a query may name a person or an entity by: never the bound key's person.
 OTHER_NAMES = ("agent_id", "app_id", "run_id", "filters")
 
@@ -53,6 +57,7 @@ class Mem0View(TenantAPIView):
     person_id: object = None
     _named: object = None
     _named_otherwise = False  # the query names someone, not by user_id
+    _named_twice = False  # the query names someone twice: by user_id, and again
     _body_error: APIException | None = None
 
     def person_named(self, request: Request) -> object:
@@ -67,6 +72,10 @@ class Mem0View(TenantAPIView):
             self._named = request.query_params.get("user_id")  # "" is named, and malformed
             self._named_otherwise = self._named is None and any(
                 name in request.query_params for name in OTHER_NAMES)
+            # Two people in one query (a user_id given twice, or beside filters, which name
+            # whom they like): which one to delete is a guess, so none is taken.
+            self._named_twice = (len(request.query_params.getlist("user_id")) > 1
+                                 or (self._named is not None and "filters" in request.query_params))
         elif self.person_in == "url":
             self._named = super().person_named(request)
         return self._named
@@ -93,6 +102,8 @@ class Mem0View(TenantAPIView):
         if self.person_id is None:
             raise ApiError(400, "invalid_request",
                            NO_PERSON_IN_QUERY if self.person_in == "query" else NO_PERSON)
+        if self._named_twice:
+            raise ApiError(400, "invalid_request", NAMED_TWICE_IN_QUERY)
         return valid_user_id(self.person_id)
 
     @property

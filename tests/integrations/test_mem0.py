@@ -353,6 +353,17 @@ def test_delete_all_deletes_only_the_person_its_query_names(live_server) -> None
             with pytest.raises(ValidationError) as refused:
                 call(client)
             assert "user_id=" in refused.value.message
+    # Naming someone twice: which person to delete would be a guess, so neither is.
+    carols = admin.add("I like jazz.", user_id="carol", infer=False)["results"][0]["id"]
+    with pytest.raises(ValidationError, match="Name the person once"):
+        admin.delete_all(user_id="alice", filters={"user_id": "carol"})
+    with raw(live_server, admin.api_key) as http:
+        twice = http.delete("/v1/memories/", params=[("user_id", "alice"), ("user_id", "carol")])
+        assert (twice.status_code, twice.json()) == (
+            400, {"detail": "Name the person once, as user_id in the query (delete_all(user_id="
+                            "...)), without filters: MemoryHub deletes one person's memories at "
+                            "a time."})
+    assert admin.get(carols)["memory"] == "I like jazz."
     assert bob.get(own)["memory"] == "I like tea."
     assert admin.get(alices)["memory"] == "I am vegetarian."
     bob.delete_all()  # naming no one at all: the key's person
