@@ -128,11 +128,14 @@ class SearchInput(serializers.Serializer):
 
 
 class UpdateInput(serializers.Serializer):
-    """``PUT v1/memories/{id}/``: ``text`` is the memory's new content. ``timestamp`` and
-    ``expiration_date`` have no counterpart and are ignored."""
+    """``PUT v1/memories/{id}/``: ``text`` is the memory's new content, ``timestamp`` (Unix
+    seconds) when it was stated, as in an add. ``expiration_date`` has no counterpart and is
+    ignored."""
 
     text = StrictStringField(required=False, raw_text=True)
     metadata = serializers.JSONField(required=False, allow_null=True)
+    timestamp = StrictFloatField(required=False, allow_null=True, min_value=0,
+                                 max_value=MAX_TIMESTAMP)
 
 
 class BatchItem(UpdateInput):
@@ -150,4 +153,6 @@ def update_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     fields = {"content": data["text"]} if "text" in data else {}
     if "metadata" in data:
         fields["metadata"] = data["metadata"]
+    if data.get("timestamp") is not None:
+        fields["valid_at"] = moment(data["timestamp"])
     return fields

@@ -152,10 +152,11 @@ def _version_check(fact: Fact, expected_version: int | None) -> None:
 def fact_update(
     *, end_user: EndUser, fact: Fact, actor: str, expected_version: int | None = None,
     content: Any = UNSET, confidence: Any = UNSET, invalid_at: Any = UNSET,
-    metadata: Any = UNSET,
+    metadata: Any = UNSET, valid_at: Any = UNSET,
 ) -> Fact:
     """Edit a fact (``fact`` read with ``for_update``); one version, one history row, one
-    event: ``invalidated`` when it becomes invalid, else ``updated``. No change: no write."""
+    event: ``invalidated`` when it becomes invalid, else ``updated``. No change: no write.
+    ``valid_at``: when it was stated (mem0's ``timestamp``, api/mem0)."""
     _version_check(fact, expected_version)
     changed = False
     if content is not UNSET:
@@ -172,6 +173,8 @@ def fact_update(
         credential_check(*metadata_texts(metadata))
         if metadata != fact.metadata:
             fact.metadata, changed = metadata, True
+    if valid_at is not UNSET and valid_at != fact.valid_at:
+        fact.valid_at, changed = valid_at, True
     invalidated = False
     if invalid_at is not UNSET and invalid_at != fact.invalid_at:
         invalidated = invalid_at is not None and fact.invalid_at is None

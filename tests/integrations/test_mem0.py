@@ -217,10 +217,13 @@ def test_what_the_rest_api_shows_of_mem0s_writes(live_server) -> None:
     with rest(live_server, key) as api:
         fact = api.get(f"/users/alice/facts/{added['id']}").json()
         assert fact["valid_at"] == "2026-01-01T00:00:00Z"
+        client.update(added["id"], timestamp=1772323200)  # an update's, too
+        fact = api.get(f"/users/alice/facts/{added['id']}").json()
+        assert (fact["valid_at"], fact["content"]) == ("2026-03-01T00:00:00Z", "I live in Porto.")
         assert api.patch(f"/users/alice/facts/{added['id']}",
                          json={"invalid_at": "2026-06-01T00:00:00Z"}).status_code == 200
-        assert [h["event"] for h in client.history(added["id"])] == ["ADD", "DELETE"]
-        assert client.history(added["id"])[1]["old_memory"] == "I live in Porto."
+        assert [h["event"] for h in client.history(added["id"])] == ["ADD", "UPDATE", "DELETE"]
+        assert client.history(added["id"])[2]["old_memory"] == "I live in Porto."
         assert client.get_all(filters={"user_id": "alice"})["results"] == []
         assert client.search("Porto", filters={"user_id": "alice"})["results"] == []
         assert client.get(added["id"])["memory"] == "I live in Porto."
