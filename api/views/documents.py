@@ -74,8 +74,8 @@ def api_error(exc: MemoryRefusal) -> ApiError:
 # this short so that any list request the schema allows fits a request line (gunicorn's
 # limit_request_line, deploy/gunicorn.conf.py), four-byte characters percent-encoded included.
 MAX_PREFIX_CHARS = len(paths.MEMORIES_PREFIX) + paths.MAX_PATH_BYTES
-# valid_prefix's rule: empty (not given), or "/" and anything up to MAX_PREFIX_CHARS.
-PREFIX_SCHEMA = {"type": "string", "pattern": "^(?:/[\\s\\S]*)?$", "maxLength": MAX_PREFIX_CHARS}
+# valid_prefix's rule: empty (not given), or "/" and anything but NUL up to MAX_PREFIX_CHARS.
+PREFIX_SCHEMA = {"type": "string", "pattern": "^(?:/[^\\u0000]*)?$", "maxLength": MAX_PREFIX_CHARS}
 
 
 # --- Listing -------------------------------------------------------------------------------
@@ -128,8 +128,10 @@ def valid_scope(value: str) -> str:
 
 
 def valid_prefix(value: str) -> str:
-    if not value.startswith("/") or len(value) > MAX_PREFIX_CHARS:
-        raise ApiError(400, "invalid_prefix", "prefix must be a path prefix starting with /.")
+    # NUL: no path holds one, and PostgreSQL refuses it in a parameter with an error (a 500).
+    if not value.startswith("/") or len(value) > MAX_PREFIX_CHARS or "\x00" in value:
+        raise ApiError(400, "invalid_prefix",
+                       "prefix must be a path prefix starting with /, without NUL.")
     return value
 
 

@@ -324,6 +324,7 @@ def test_list_filters(acme, globex) -> None:
 @pytest.mark.parametrize(("query", "code"), [
     ({"scope": "world"}, "invalid_scope"), ({"session_id": "a b"}, "invalid_session_id"),
     ({"profile": "UP"}, "invalid_profile"), ({"prefix": "notes"}, "invalid_prefix"),
+    ({"prefix": "/notes/\x00"}, "invalid_prefix"),  # PostgreSQL's error was a 500
     ({"limit": "0"}, "invalid_limit"), ({"cursor": "!!"}, "invalid_cursor"),
 ])
 def test_list_refuses_bad_parameters(acme, globex, query, code) -> None:
