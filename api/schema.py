@@ -51,6 +51,10 @@ class AutoSchema(SpectacularAutoSchema):
 
     def _map_basic_serializer(self, serializer: Any, direction: str) -> dict[str, Any]:
         schema: dict[str, Any] = super()._map_basic_serializer(serializer, direction)
+        if not type(serializer).__doc__:
+            # drf-spectacular falls back on a base class's docstring, and ours (FlatSerializer,
+            # ClosedSerializer) explain the implementation, not the object the client sends.
+            schema.pop("description", None)
         if not getattr(serializer, "accepts_unknown_fields", False):
             schema["additionalProperties"] = False
         schema.update(getattr(serializer, "openapi_constraints", {}))

@@ -6,6 +6,7 @@ checked against real responses (api/representations.py keeps one definition of e
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import re
 from collections.abc import Callable
@@ -17,6 +18,7 @@ import pytest
 from jsonschema import Draft7Validator, FormatChecker
 from rest_framework.test import APIClient
 
+from api.serializers import ClosedSerializer, FlatSerializer
 from memoryhub.models import MemoryEvent
 from memoryhub.services.webhooks import event_payload
 from tenants.context import tenant_context
@@ -108,6 +110,16 @@ def test_document_operations_describe_bodies_and_preconditions(schema) -> None:
     assert {"If-Match", "If-None-Match"} <= headers
     got = ops[("/api/v1/users/{user_id}/documents/session/{session_id}/{path}", "get")]
     assert "404" in got["responses"]
+
+
+def test_objects_are_described_by_their_own_docstring_only(schema) -> None:
+    """A serializer without a docstring has no description: drf-spectacular took its base
+    class's, so the recall body read "DRF deep-copies a serializer's declared fields..."."""
+    bases = {inspect.cleandoc(base.__doc__ or "") for base in (FlatSerializer, ClosedSerializer)}
+    described = {name: component.get("description")
+                 for name, component in schema["components"]["schemas"].items()}
+    assert {name for name, text in described.items() if text in bases} == set()
+    assert "description" not in schema["components"]["schemas"]["RecallInput"]
 
 
 class _Assets(HTMLParser):
