@@ -21,8 +21,8 @@ TOO_DEEP_MESSAGE = f"JSON parse error - arrays and objects nest more than {MAX_J
 
 
 class JSONBodyParser(JSONParser):
-    """Every API body (``DEFAULT_PARSER_CLASSES``): JSON nesting at most ``MAX_JSON_DEPTH``
-    arrays and objects, else 400 ``invalid_json``.
+    """Every API body (``DEFAULT_PARSER_CLASSES``): UTF-8 JSON nesting at most
+    ``MAX_JSON_DEPTH`` arrays and objects, else 400 ``invalid_json``.
 
     Python's json module recurses once per level: about 1,000 levels raised RecursionError
     (HTTP 500) while parsing, and a few hundred parsed but could exhaust the stack further on
@@ -33,9 +33,12 @@ class JSONBodyParser(JSONParser):
 
     def parse(self, stream: IO[bytes], media_type: str | None = None,
               parser_context: Mapping[str, Any] | None = None) -> Any:
-        encoding = (parser_context or {}).get("encoding") or "utf-8"
+        # Always UTF-8, whatever a charset parameter says (DRF decodes with it): the contract's
+        # bodies are UTF-8, and RFC 8259 defines no charset for application/json. Honouring it
+        # stored UTF-8 sent as "charset=latin-1" as mojibake, and a codec that is not a text
+        # encoding ("charset=rot13", "zlib", "base64") raised TypeError or zlib.error: a 500.
         try:
-            text = codecs.getreader(encoding)(stream, self.undecodable).read()
+            text = codecs.getreader("utf-8")(stream, self.undecodable).read()
             data = drf_json.loads(
                 text, parse_constant=drf_json.strict_constant if self.strict else None
             )
