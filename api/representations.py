@@ -45,7 +45,7 @@ from memoryhub.models import (
 )
 from memoryhub.selectors.conversations import ConversationRun, History
 from memoryhub.selectors.people import EndUserExport, EndUserSummary
-from memoryhub.selectors.recall import Recall
+from memoryhub.selectors.recall import SCORE_PLACES, Recall
 from memoryhub.selectors.turn_context import TurnContext
 from memoryhub.services.conversations import Capture
 from memoryhub.services.webhooks import secret_masked
@@ -373,7 +373,8 @@ def recall_result_representation(hit: RecallHit) -> dict[str, Any]:
         "session_id": hit.session_id,
         "path": hit.path if document else None, "scope": hit.scope if document else None,
         "snippet": hit.snippet,
-        "score": round(hit.score, 4), "similarity": round(hit.similarity, 4),
+        "score": round(hit.score, SCORE_PLACES),
+        "similarity": round(hit.similarity, SCORE_PLACES),
         "confidence": hit.confidence, "updated_at": hit.updated_at,
         "source": fact_source_representation(hit.source or {}) if hit.kind == "fact" else None,
     }

@@ -70,6 +70,12 @@ _STOPWORDS = frozenset(
     """.split()
 )
 _MIN_TERM_CHARS = 2
+# Scores are given to this many decimal places (the API's results), and the threshold is
+# compared with the score as given: a result shown with score 0.5 passes threshold 0.5,
+# although its exact score, a shade under (recency is below 1 a moment after the write),
+# did not. The search itself keeps everything within one place of the threshold.
+SCORE_PLACES = 4
+_SCORE_SLACK = 10.0 ** -SCORE_PLACES
 SOURCES = ("documents", "facts", "messages")
 DEFAULT_SOURCES = ("documents", "facts")
 _KIND_OF_SOURCE = {"facts": "fact", "messages": "message"}
@@ -143,13 +149,14 @@ def memory_recall(
     hits = recall_rank(
         visibility=Visibility(end_user.pk, session_id, profile), query_vector=vector,
         provider=provider, terms=query_terms(query, limit=ranking.max_query_terms), limit=limit,
-        threshold=None if relaxed else threshold, ranking=ranking, now=now or timezone.now(),
-        sources=sources, include_invalid=include_invalid,
+        threshold=None if relaxed else threshold - _SCORE_SLACK, ranking=ranking,
+        now=now or timezone.now(), sources=sources, include_invalid=include_invalid,
     )
     hits = _with_fact_sessions(hits, end_user_id=end_user.pk)
     search_seconds = time.perf_counter() - started
-    passing = [hit for hit in hits if hit.score >= threshold]
-    return Recall(hits, recall_context(passing), embed_seconds, search_seconds)
+    passing = [hit for hit in hits if round(hit.score, SCORE_PLACES) >= threshold]
+    return Recall(hits if relaxed else passing, recall_context(passing), embed_seconds,
+                  search_seconds)
 
 
 def recall_rank(

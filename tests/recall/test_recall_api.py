@@ -128,6 +128,24 @@ def test_threshold_drops_weak_results_and_relaxed_keeps_them(acme, globex) -> No
     assert len(paths_of(recall(acme, "alice", query="lentil curry").json())) == 2
 
 
+def test_a_threshold_equal_to_a_results_score_keeps_it(acme, globex) -> None:
+    """The score is compared as the results give it: a lexical match scores 0.5 times a
+    recency a shade under 1, shown as 0.5, and threshold 0.5 dropped it."""
+    put(acme, "alice", "/diet.md", DIET)
+    put(acme, "alice", "/car.md", CAR)
+    relaxed = recall(acme, "alice", query="lentil curry", relaxed=True).json()["results"]
+    assert [r["score"] for r in relaxed] == sorted((r["score"] for r in relaxed), reverse=True)
+    for result in relaxed:
+        at = recall(acme, "alice", query="lentil curry", threshold=result["score"]).json()
+        assert result["path"] in paths_of(at), (result, at)
+        assert all(r["score"] >= result["score"] for r in at["results"])
+        assert at["context"].count("\n- ") == len(at["results"])
+        above = min(result["score"] + 0.0001, 1.0)
+        if above > result["score"]:
+            dropped = recall(acme, "alice", query="lentil curry", threshold=above).json()
+            assert result["path"] not in paths_of(dropped), (result, dropped)
+
+
 def paths_of(body: dict) -> list[str]:
     return [r["path"] for r in body["results"]]
 
