@@ -428,11 +428,18 @@ def document_remove(
     """Delete one document; ``expected_version`` deletes only that version (``VersionMismatch``).
 
     Allowed while memory is disabled: a person can always remove what is stored about them.
-    Raises ``DocumentNotFound`` when it is already gone.
+    Raises ``DocumentNotFound`` when it is already gone, or no longer where the caller found
+    it: a rename committed while this waited for the lock moved the row to another path, and
+    deleting it would delete a document the caller did not name.
     """
     locked = _lock(end_user)
-    current = (MemoryDocument.objects.select_for_update().filter(pk=document.pk).first()
-               if locked is not None else None)  # a person forgotten since: the document too
+    current = (
+        MemoryDocument.objects.select_for_update()
+        .filter(pk=document.pk, scope=document.scope, scope_key=document.scope_key,
+                path=document.path)
+        .first()
+        if locked is not None else None  # a person forgotten since: the document too
+    )
     if locked is None or current is None:
         raise DocumentNotFound("Error: the document does not exist.")
     if expected_version is not None and current.version != expected_version:

@@ -1,0 +1,52 @@
+"""A documents API request racing a memory tool command on the same document answers for the
+document at the URL's path, as if it came wholly before or wholly after the command.
+
+The interleaving is made to happen with real transactions, as in test_forget_races.py: the
+request's own statements run on the test's connection, and Django's ``execute_wrapper`` runs
+the command on another connection (another thread), committed, just before the request takes
+the person's write lock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from tests.elsewhere import in_thread
+from tests.spec.api_client import BASE
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the command must commit for real
+
+DOCUMENTS = f"{BASE}/users/alice/documents/global"
+
+
+def test_a_delete_whose_document_is_renamed_meanwhile_deletes_nothing(acme, globex) -> None:
+    """The view finds /a.md, then takes the person's lock; the assistant renamed /a.md to
+    /b.md in between. The DELETE of /a.md deleted the row, now /b.md, by its id."""
+    for kit in (acme, globex):
+        assert kit.client.put(f"{DOCUMENTS}/a.md", {"content": "keep me"},
+                              format="json").status_code == 201
+    renamed: list[dict] = []
+
+    def rename() -> None:
+        renamed.append(acme.client_with(acme.memory_key).post(
+            f"{BASE}/users/alice/memory",
+            {"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"},
+            format="json").json())
+
+    def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if "FOR NO KEY UPDATE" in sql and not renamed:  # the person's lock, after the find
+            in_thread(rename)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(between):
+        response = acme.client.delete(f"{DOCUMENTS}/a.md")
+    assert renamed == [{"content": "Successfully renamed /memories/a.md to /memories/b.md",
+                        "is_error": False}]  # it did interleave
+    assert response.status_code == 404, response.content
+    assert response.json()["error"]["code"] == "not_found"
+    moved = acme.client.get(f"{DOCUMENTS}/b.md")
+    assert moved.status_code == 200 and moved.json()["content"] == "keep me"
+    assert globex.client.get(f"{DOCUMENTS}/a.md").status_code == 200
