@@ -187,9 +187,11 @@ class DocumentView(TenantAPIView):
 
     scope: str = ""
     parser_classes = [TextRuleJSONParser]  # invalid UTF-8 in content is 422 not_text
-    # PUT writes the person: the key's statement then locks them. (DELETE does not: it may
-    # find nothing to delete, and document_remove takes the lock when it does.)
-    writing_methods = frozenset({"PUT"})
+    # PUT and DELETE write the person: the key's statement then locks them, so the document
+    # the handler finds and the version If-Match names stay as read until it commits. (A
+    # DELETE that found the document unlocked lost it to a concurrent rename or edit: a 412
+    # for If-Match: * on a document that existed throughout.)
+    writing_methods = frozenset({"PUT", "DELETE"})
 
     def scope_key(self, kwargs: dict[str, str]) -> str:
         raise NotImplementedError

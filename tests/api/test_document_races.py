@@ -1,10 +1,10 @@
-"""A documents API request racing a memory tool command on the same document answers for the
-document at the URL's path, as if it came wholly before or wholly after the command.
+"""A documents API request racing another write of the same document answers for the document
+at the URL's path, as if it came wholly before or wholly after that write.
 
 The interleaving is made to happen with real transactions, as in test_forget_races.py: the
 request's own statements run on the test's connection, and Django's ``execute_wrapper`` runs
-the command on another connection (another thread), committed, just before the request takes
-the person's write lock.
+the other write on another connection (another thread), committed, just before the request
+takes the person's write lock.
 """
 
 from __future__ import annotations
@@ -50,3 +50,29 @@ def test_a_delete_whose_document_is_renamed_meanwhile_deletes_nothing(acme, glob
     moved = acme.client.get(f"{DOCUMENTS}/b.md")
     assert moved.status_code == 200 and moved.json()["content"] == "keep me"
     assert globex.client.get(f"{DOCUMENTS}/a.md").status_code == 200
+
+
+def test_a_delete_if_match_star_of_a_document_edited_meanwhile_deletes_it(acme, globex) -> None:
+    """``If-Match: *`` matches any current version. The view found version 1 unlocked and
+    asked the service to delete exactly that version; an edit committed before the lock made
+    it version 2, and the DELETE was 412 although the document existed throughout."""
+    for kit in (acme, globex):
+        assert kit.client.put(f"{DOCUMENTS}/a.md", {"content": "v1"},
+                              format="json").status_code == 201
+    edited: list[int] = []
+
+    def edit() -> None:
+        edited.append(acme.client_with(acme.memory_key).put(
+            f"{DOCUMENTS}/a.md", {"content": "v2"}, format="json").status_code)
+
+    def between(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if "FOR NO KEY UPDATE" in sql and not edited:  # the person's lock
+            in_thread(edit)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(between):
+        response = acme.client.delete(f"{DOCUMENTS}/a.md", headers={"If-Match": "*"})
+    assert edited == [200]  # it did interleave
+    assert response.status_code == 204, response.content
+    assert acme.client.get(f"{DOCUMENTS}/a.md").status_code == 404
+    assert globex.client.get(f"{DOCUMENTS}/a.md").json()["content"] == "v1"
