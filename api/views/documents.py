@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.encoding import escape_uri_path
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -263,7 +264,9 @@ class DocumentView(TenantAPIView):
             raise api_error(exc) from exc
         response = self.respond(document, target, status=201 if created else 200)
         if created:
-            response["Location"] = request.build_absolute_uri(request.path)
+            # request.path is decoded: a path's "?" or "#" (sent as %3F, %23) must be encoded
+            # again, or the Location names another URL (a query string, a fragment).
+            response["Location"] = request.build_absolute_uri(escape_uri_path(request.path))
         return response
 
     def delete(self, request: Request, **kwargs: str) -> Response:

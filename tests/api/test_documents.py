@@ -66,6 +66,25 @@ def test_the_path_is_echoed_as_the_caller_wrote_it(acme, globex) -> None:
     assert replaced.status_code == 200 and replaced.json()["version"] == 2
 
 
+@pytest.mark.parametrize(("written", "path"), [
+    ("what%3F.md", "/what?.md"), ("a%23b.md", "/a#b.md"), ("caf%C3%A9%20au%20lait.md",
+                                                          "/café au lait.md"),
+])
+def test_the_location_of_a_created_document_reads_it(acme, globex, written, path) -> None:
+    """The Location was built from the decoded path: "?" and "#" began a query string or a
+    fragment, and following it read /what or /a, not the document."""
+    put_doc(acme, "alice", "global/what", "another document")
+    created = acme.client.put(doc_url("alice", f"session/s1/{written}"), {"content": "it"},
+                              format="json")
+    assert created.status_code == 201
+    location = created["Location"]
+    assert location.endswith(doc_url("alice", f"session/s1/{written}"))
+    followed = acme.client.get(location.removeprefix("http://testserver"))
+    assert followed.status_code == 200, followed.content
+    assert (followed.json()["path"], followed.json()["content"]) == (path, "it")
+    assert globex.client.get(location.removeprefix("http://testserver")).status_code == 404
+
+
 def test_scopes_are_separate_documents(acme, globex) -> None:
     put_doc(acme, "alice", "global/todo.md", "g")
     put_doc(acme, "alice", "profile/cooking/todo.md", "p")
