@@ -215,7 +215,9 @@ def _context(payload: Mapping[str, Any]) -> ToolContext:
 def _json_type(value: object) -> str:
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, int | float):
+    if isinstance(value, float):
+        return "a decimal number"  # JSON's 2.0 and 2e0: "a line number, not a number" was moot
+    if isinstance(value, int):
         return "a number"
     if isinstance(value, str):
         return "a string"
@@ -234,7 +236,9 @@ def _argument(call: Call, name: str, kind: type[T], what: str) -> T:
             f"Error: the {call.command} command needs `{name}` ({what}); send it and try again."
         )
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ToolError(f"Error: `{name}` must be {what}, not {_json_type(value)}.")
+        hint = " (write it without a point or exponent)" if kind is int and isinstance(
+            value, float) else ""
+        raise ToolError(f"Error: `{name}` must be {what}, not {_json_type(value)}{hint}.")
     return value
 
 

@@ -231,6 +231,12 @@ class TestMalformedInput:
             ({"command": "insert", "path": "/memories/a.md", "insert_line": "2",
               "insert_text": "x"},
              "Error: `insert_line` must be a line number (0 inserts at the top), not a string."),
+            ({"command": "insert", "path": "/memories/a.md", "insert_line": 2.0,
+              "insert_text": "x"},
+             "Error: `insert_line` must be a line number (0 inserts at the top), not a decimal "
+             "number (write it without a point or exponent)."),
+            ({"command": "create", "path": "/memories/a.md", "file_text": 1.5},
+             "Error: `file_text` must be a string, not a decimal number."),
             ({"command": "insert", "path": "/memories/a.md", "insert_line": True,
               "insert_text": "x"},
              "Error: `insert_line` must be a line number (0 inserts at the top), not a boolean."),
