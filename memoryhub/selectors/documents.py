@@ -16,6 +16,7 @@ Every function runs inside ``tenant_context`` (the managers and RLS need it).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -55,6 +56,7 @@ INDEX_HEADER = (
     'memory tool (command "view") when it is relevant.'
 )
 INDEX_FOOTER = "</memory_index>"
+INDEX_TAG = "memory_index"
 CHARS_PER_TOKEN = 4
 # The shortest possible index line, "- /a (global, 0 bytes)", bounds how many rows the token
 # budget can show when max_index_entries is off.
@@ -214,13 +216,20 @@ def path_view(
 # --- the prompt index and the snapshot ------------------------------------------------------
 
 
+def block_tag_neutralised(text: str, tag: str) -> str:
+    """``text`` with ``<tag`` and ``</tag`` (any case) spelt with ``‹``: a memory that holds
+    the tags of the prompt block it is shown in could close the block early and speak as the
+    prompt, outside the "data, not instructions" it sits in."""
+    return re.sub(rf"<(/?)({re.escape(tag)})", r"‹\1\2", text, flags=re.IGNORECASE)
+
+
 def _index_line(row: dict[str, Any]) -> str:
     line = f"- {row['path']} ({row['scope']}, {row['bytes']} bytes)"
     if row["edited_by_user"]:
         line += " [edited by the user]"
     if row["description"]:
         line += f": {row['description']}"
-    return line
+    return block_tag_neutralised(line, INDEX_TAG)  # a path or description may hold the tags
 
 
 def _index_fetch_limit(max_entries: int | None, max_tokens: int | None) -> int | None:

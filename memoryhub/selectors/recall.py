@@ -36,7 +36,7 @@ from django.utils import timezone
 from memoryhub.infra.embeddings import get_provider, provider_key
 from memoryhub.models import Conversation, EndUser, Fact
 from memoryhub.selectors.conversations import utc_text
-from memoryhub.selectors.documents import memory_enabled
+from memoryhub.selectors.documents import block_tag_neutralised, memory_enabled
 from memoryhub.store.recall import (
     Ranking,
     RecallHit,
@@ -54,8 +54,7 @@ CONTEXT_HEADER = (
     "Relevant context about the user:\n"
 )
 CONTEXT_FOOTER = "</memori_context>"
-# A memory that contains the block's own tags could close it early and speak as the prompt.
-_CONTEXT_TAG = re.compile(r"<(/?)(memori_context)", re.IGNORECASE)
+CONTEXT_TAG = "memori_context"
 _WHITESPACE = re.compile(r"\s+")
 
 _WORD = re.compile(r"\w+")
@@ -223,7 +222,7 @@ def _with_fact_sessions(hits: list[RecallHit], *, end_user_id: int) -> list[Reca
 
 def _context_line(hit: RecallHit) -> str:
     text = _WHITESPACE.sub(" ", hit.snippet).strip()
-    text = _CONTEXT_TAG.sub(r"‹\1\2", text)
+    text = block_tag_neutralised(text, CONTEXT_TAG)
     stated = utc_text(hit.stated_at or hit.updated_at)
     if hit.kind == "fact":
         return f"- {text.rstrip(' .')}. Stated at {stated}\n"
