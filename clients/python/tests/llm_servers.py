@@ -1,4 +1,5 @@
-"""Local HTTP servers that speak the model providers' protocols, with scripted turns.
+"""Local HTTP servers that speak the model providers' protocols, with scripted turns, and
+one that answers as a proxy may in MemoryHub's place (``Canned``).
 
 ``ScriptedModel`` answers the Anthropic Messages API (``POST /v1/messages``) and OpenAI chat
 completions (``POST /v1/chat/completions``) on 127.0.0.1, JSON or server-sent events when the
@@ -192,3 +193,42 @@ class ScriptedModel:
                 self.wfile.write(raw)
 
         return Handler
+
+
+class Canned:
+    """``with Canned(301, headers={"Location": ...}) as proxy:`` a server on loopback that
+    answers every request with the same reply, as a proxy in front of MemoryHub may (nginx's
+    redirect to https, its welcome page); ``proxy.url`` is its address."""
+
+    def __init__(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None
+                 ) -> None:
+        reply = (status, body, headers or {})
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def answer(self) -> None:
+                status, body, headers = reply
+                self.send_response(status)
+                for name, value in {"Content-Length": str(len(body)), **headers}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = answer
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> Canned:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -7,6 +7,7 @@ import inspect
 from typing import Any
 
 import pytest
+from llm_servers import Canned
 from memoryhub_client import AsyncMemoryHub, MemoryHub, MemoryHubError
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -248,6 +249,31 @@ def test_errors_auth_tenancy_and_rate_limits(hub: MemoryHub, live_server: Any, a
     limited = first_refusal(hub.tenant)
     assert (limited.status, limited.code) == (429, "rate_limited")
     assert limited.retry_after is not None and 0 < limited.retry_after <= 61
+
+
+def test_a_proxy_answering_in_memoryhubs_place_is_an_error() -> None:
+    """http:// in front of deploy/nginx's redirect to https: a DELETE answered None, as if
+    done, and a GET raised JSONDecodeError; so did a proxy's 200 page."""
+    moved = {"Location": "https://memory.example.com/api/v1/users/alice"}
+    with Canned(301, b"<html>301 Moved Permanently</html>", moved) as proxy, MemoryHub(
+            proxy.url, "mh_key") as hub:
+        redirected = error_of(hub.user_delete, "alice")
+        assert (redirected.status, redirected.code) == (301, "http_301")
+        assert "https://memory.example.com/api/v1/users/alice" in redirected.message
+        assert error_of(hub.users).status == 301
+    with Canned(200, b"<html>Welcome to nginx!</html>", {"Content-Type": "text/html"}) as proxy:
+        with MemoryHub(proxy.url, "mh_key") as hub:
+            page = error_of(hub.users)
+            assert (page.status, page.code) == (200, "invalid_response")
+            assert "Welcome to nginx!" in page.message
+
+        async def the_async_client() -> None:
+            async with AsyncMemoryHub(proxy.url, "mh_key") as hub:
+                with pytest.raises(MemoryHubError) as raised:
+                    await hub.users()
+                assert raised.value.code == "invalid_response"
+
+        asyncio.run(the_async_client())
 
 
 def test_the_async_client_has_every_method_and_sends_the_same(live_server: Any, acme: Any,

@@ -4,16 +4,14 @@ protocols (JSON and server-sent events) and a live MemoryHub."""
 from __future__ import annotations
 
 import asyncio
-import http.server
 import logging
-import threading
 from typing import Any
 
 import anthropic
 import openai
 import pydantic
 import pytest
-from llm_servers import ScriptedModel, claude, cut, function_call, gpt, text, tool_use
+from llm_servers import Canned, ScriptedModel, claude, cut, function_call, gpt, text, tool_use
 from memoryhub_client import AsyncMemoryHub, MemoryHub, MemoryHubError
 from memoryhub_client.middleware import with_memory
 
@@ -506,24 +504,10 @@ def test_memoryhub_down_the_model_call_goes_on(caplog: Any) -> None:
         assert len(model.requests) == 1
 
 
-class ProxyPage(http.server.BaseHTTPRequestHandler):
-    """What a misconfigured proxy answers in MemoryHub's place: 200 and a page, not JSON."""
-
-    def do_POST(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.end_headers()
-        self.wfile.write(b"<html>Welcome to nginx!</html>")
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 def test_a_hub_answering_pages_not_json_the_model_call_goes_on(caplog: Any) -> None:
-    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ProxyPage)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:
-        hub = MemoryHub(f"http://127.0.0.1:{proxy.server_port}", "mh_key", timeout=5)
+    """What a misconfigured proxy answers in MemoryHub's place: 200 and a page, not JSON."""
+    with Canned(200, b"<html>Welcome to nginx!</html>", {"Content-Type": "text/html"}) as proxy:
+        hub = MemoryHub(proxy.url, "mh_key", timeout=5)
         with ScriptedModel([claude(text("Hello!"))]) as model:
             client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
             with caplog.at_level(logging.WARNING, logger="memoryhub_client"):
@@ -532,8 +516,6 @@ def test_a_hub_answering_pages_not_json_the_model_call_goes_on(caplog: Any) -> N
         assert reply.content[0].text == "Hello!"
         assert [r.message.split(" failed")[0] for r in caplog.records] == [
             "memoryhub: recall", "memoryhub: capture"]
-    finally:
-        proxy.shutdown()
 
 
 def test_the_hub_must_match_the_client() -> None:

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import httpx
 
-from memoryhub_client.errors import MemoryHubError
+from memoryhub_client.errors import MemoryHubError, unreadable
 from memoryhub_client.types import (
     ApiKey,
     ApiKeyList,
@@ -66,13 +66,16 @@ class Call(Generic[T]):
     headers: Mapping[str, str] | None = None
 
     def result(self, response: httpx.Response) -> T:
-        if response.status_code >= 400:
+        if not response.is_success:  # a 3xx too: the API answers none, a proxy may
             raise MemoryHubError.from_response(response)
         return self.read(response)
 
 
 def _json(response: httpx.Response) -> Any:
-    return response.json()
+    try:
+        return response.json()
+    except ValueError as error:  # UnicodeDecodeError too
+        raise unreadable(response) from error
 
 
 def _nothing(response: httpx.Response) -> None:

@@ -25,8 +25,13 @@ class MemoryHubError(Exception):
     @classmethod
     def from_response(cls, response: httpx.Response) -> MemoryHubError:
         """The API's error body ``{"error": {"code", "message"}}``; anything else (a proxy's
-        page, say) as ``http_<status>`` with the body's text."""
+        page, say) as ``http_<status>`` with the body's text, a redirect with where it leads."""
         code, message = f"http_{response.status_code}", response.text[:500]
+        if response.is_redirect:
+            # http:// behind a proxy that sends it to https:// (deploy/nginx does). Followed,
+            # a POST would arrive as a GET and a DELETE would look done.
+            message = (f"redirected to {response.headers['Location']}: give the client the "
+                       "address it redirects to")
         try:
             error = response.json()["error"]
             code, message = str(error["code"]), str(error["message"])
@@ -34,6 +39,13 @@ class MemoryHubError(Exception):
             pass
         return cls(response.status_code, code, message,
                    retry_after=_seconds(response.headers.get("Retry-After")))
+
+
+def unreadable(response: httpx.Response) -> MemoryHubError:
+    """A successful status whose body is not the API's JSON: a proxy's page in MemoryHub's
+    place, not an answer to read."""
+    return MemoryHubError(response.status_code, "invalid_response",
+                          f"the answer is not MemoryHub's JSON: {response.text[:200]}")
 
 
 def _seconds(raw: str | None) -> float | None:

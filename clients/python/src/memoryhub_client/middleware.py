@@ -496,7 +496,7 @@ class Memory:
             if not isinstance(context, str):
                 raise ValueError("the recall answer holds no context")
         except (MemoryHubError, httpx.HTTPError, ValueError) as error:
-            # ValueError: a 200 that is no recall answer (a proxy's page, not JSON).
+            # ValueError: JSON that is no recall answer (a proxy's page is a MemoryHubError).
             self.failed("recall", error)
             return ""
         return context
