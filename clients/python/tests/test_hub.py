@@ -251,6 +251,18 @@ def test_errors_auth_tenancy_and_rate_limits(hub: MemoryHub, live_server: Any, a
     assert limited.retry_after is not None and 0 < limited.retry_after <= 61
 
 
+def test_a_key_with_a_newline_works_and_a_bad_key_is_never_shown(live_server: Any,
+                                                                   acme: Any) -> None:
+    """A key read from a file ends with a newline: httpx refused the header with the whole
+    key in its error message."""
+    with MemoryHub(live_server.url, f" {acme.key}\n") as hub:
+        assert hub.users() == {"users": [], "next_cursor": None}
+    for broken in (acme.key[:12] + "\x00" + acme.key[12:], acme.key + "\u00e9", "  "):
+        with pytest.raises(ValueError) as refused:
+            AsyncMemoryHub(live_server.url, broken)
+        assert acme.key[6:] not in str(refused.value)
+
+
 def test_a_proxy_answering_in_memoryhubs_place_is_an_error() -> None:
     """http:// in front of deploy/nginx's redirect to https: a DELETE answered None, as if
     done, and a GET raised JSONDecodeError; so did a proxy's 200 page."""

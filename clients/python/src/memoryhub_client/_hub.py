@@ -65,8 +65,19 @@ def _configured(http: Http, base_url: str, api_key: str) -> Http:
     """The HTTP client pointed at the API, with the key."""
     http.base_url = httpx.URL(api_root(base_url))
     http.headers.update(
-        {"Authorization": f"Bearer {api_key}", "User-Agent": "memoryhub-client/0.1"})
+        {"Authorization": f"Bearer {_key(api_key)}", "User-Agent": "memoryhub-client/0.1"})
     return http
+
+
+def _key(api_key: str) -> str:
+    """The key as a header carries it. A key read from a file or a secret store often ends
+    with a newline: sent as it is, httpx refused the header with the whole key in its error
+    message (and so in logs and tracebacks). Any other character a header cannot carry is
+    refused here, without the key."""
+    key = api_key.strip()
+    if not key or not key.isascii() or not key.isprintable():
+        raise ValueError("api_key must be a MemoryHub API key (mh_...): printable ASCII")
+    return key
 
 
 def _request_args(call: Call[Any]) -> dict[str, Any]:
