@@ -62,6 +62,13 @@ class DocumentPage(TypedDict):
 
 
 class RecallResult(TypedDict):
+    """A document's result has ``path`` and ``scope``; a fact's or a message's ``id``,
+    ``conversation_id`` and ``session_id`` (the others null), a fact's its ``source`` too."""
+
+    kind: Literal["document", "fact", "message"]
+    id: str | None
+    conversation_id: str | None
+    session_id: str | None
     path: str | None
     scope: Scope | None
     snippet: str
@@ -69,11 +76,7 @@ class RecallResult(TypedDict):
     similarity: float
     confidence: float
     updated_at: str
-    kind: NotRequired[str]
-    id: NotRequired[str]
-    conversation_id: NotRequired[str]
-    session_id: NotRequired[str]
-    source: NotRequired[FactSource]
+    source: FactSource | None
 
 
 class Recall(TypedDict):
@@ -118,6 +121,7 @@ class FactVersion(TypedDict):
     content: str
     actor: str
     at: str
+    related_fact_id: str | None  # the other fact of a merge
 
 
 class FactHistory(TypedDict):
@@ -153,6 +157,8 @@ class EndUser(TypedDict):
     bytes: int
     sessions: int
     profiles: int
+    conversations: int
+    messages: int
 
 
 class EndUserPage(TypedDict):
@@ -185,7 +191,19 @@ class PortalLinkRecord(TypedDict):
     used_at: str | None
 
 
+class ExportedFact(Fact):
+    metadata: dict[str, Any]
+    history: list[FactVersion]
+
+
+class DeletedFact(TypedDict):
+    id: str
+    history: list[FactVersion]
+
+
 class Export(TypedDict):
+    """``EndUser``'s fields, with the documents and conversations themselves for their counts."""
+
     user_id: str
     memory_enabled: bool
     created_at: str | None
@@ -193,9 +211,13 @@ class Export(TypedDict):
     bytes: int
     sessions: int
     profiles: int
+    conversations: list[ExportedConversation]
+    messages: int
     account_email: str | None
     events: list[Event]
     portal_links: list[PortalLinkRecord]
+    facts: list[ExportedFact]
+    deleted_facts: list[DeletedFact]
 
 
 class Limits(TypedDict, total=False):
@@ -204,10 +226,21 @@ class Limits(TypedDict, total=False):
     max_index_tokens: int | None
     max_scope_bytes: int | None
     max_writes_per_turn: int | None
+    max_message_bytes: int | None  # also at the top level: the same setting
+    max_history_tokens: int | None  # likewise
 
 
 class Retention(TypedDict, total=False):
     session_days: int | None
+    conversation_days: int | None
+
+
+class CapturePolicy(TypedDict, total=False):
+    """What capture keeps: roles left out, empty messages dropped, patterns redacted."""
+
+    excluded_roles: list[Role]
+    drop_empty: bool
+    redact: list[str]
 
 
 class Tenant(TypedDict):
@@ -217,6 +250,11 @@ class Tenant(TypedDict):
     limits: Limits
     retention: Retention
     recall_threshold: float
+    capture: CapturePolicy
+    conversation_timeout_minutes: int
+    max_message_bytes: int | None
+    max_history_tokens: int | None
+    augmentation_enabled: bool
 
 
 class TenantChanges(TypedDict, total=False):
@@ -227,6 +265,11 @@ class TenantChanges(TypedDict, total=False):
     limits: Limits
     retention: Retention
     recall_threshold: float
+    capture: CapturePolicy
+    conversation_timeout_minutes: int
+    max_message_bytes: int | None
+    max_history_tokens: int | None
+    augmentation_enabled: bool
 
 
 class Profile(TypedDict):
@@ -329,6 +372,10 @@ class Conversation(TypedDict):
     message_count: int
     summary: str | None
     summary_updated_at: str | None
+
+
+class ExportedConversation(Conversation):
+    messages: list[Message]
 
 
 class ConversationPage(TypedDict):
