@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import socket
 from typing import Any
 
+import httpx
 import pytest
 from llm_servers import Canned
 from memoryhub_client import AsyncMemoryHub, MemoryHub, MemoryHubError
@@ -261,6 +263,28 @@ def test_a_key_with_a_newline_works_and_a_bad_key_is_never_shown(live_server: An
         with pytest.raises(ValueError) as refused:
             AsyncMemoryHub(live_server.url, broken)
         assert acme.key[6:] not in str(refused.value)
+
+
+def test_no_answer_at_all_is_a_memoryhub_error_that_is_still_httpxs() -> None:
+    """MemoryHub unreachable or silent: httpx's exceptions went out as they came, past
+    ``except MemoryHubError``."""
+    with MemoryHub("http://127.0.0.1:9", "mh_key") as down:  # nothing listens there
+        refused = error_of(down.users, limit=5)
+    assert (refused.status, refused.code) == (0, "connection_error")
+    assert isinstance(refused, httpx.ConnectError)
+    assert "GET http://127.0.0.1:9/api/v1/users" in refused.message
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # connects, never answers
+
+        async def the_async_client() -> MemoryHubError:
+            async with AsyncMemoryHub(f"http://127.0.0.1:{silent.getsockname()[1]}", "mh_key",
+                                      timeout=0.5) as hub:
+                with pytest.raises(MemoryHubError) as raised:
+                    await hub.users()
+                return raised.value
+
+        late = asyncio.run(the_async_client())
+    assert (late.status, late.code) == (0, "timeout")
+    assert isinstance(late, httpx.ReadTimeout)
 
 
 def test_a_proxy_answering_in_memoryhubs_place_is_an_error() -> None:

@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pydantic
 import pytest
@@ -500,7 +501,8 @@ def test_memoryhub_down_the_model_call_goes_on(caplog: Any) -> None:
         with pytest.raises(Exception) as raised:
             strict.messages.create(model="claude-x", max_tokens=10,
                                    messages=[{"role": "user", "content": "Hi"}])
-        assert not isinstance(raised.value, MemoryHubError)  # a connection error, as it came
+        assert isinstance(raised.value, MemoryHubError) and raised.value.code == "connection_error"
+        assert isinstance(raised.value, httpx.ConnectError)  # as it came, too
         assert len(model.requests) == 1
 
 

@@ -16,6 +16,7 @@ import httpx
 
 from memoryhub_client import _calls
 from memoryhub_client._calls import Call
+from memoryhub_client.errors import unanswered
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -159,7 +160,10 @@ class MemoryHub(_Hub):
         self._http = _configured(http_client or httpx.Client(timeout=timeout), base_url, api_key)
 
     def _send(self, call: Call[T]) -> T:
-        response = self._http.request(call.method, call.path, **_request_args(call))
+        try:
+            response = self._http.request(call.method, call.path, **_request_args(call))
+        except httpx.TransportError as error:
+            raise unanswered(error) from error
         return call.result(response)
 
     def close(self) -> None:
@@ -183,7 +187,10 @@ class AsyncMemoryHub(_Hub):
         self._http = _configured(http_client or httpx.AsyncClient(timeout=timeout), base_url, api_key)
 
     async def _send(self, call: Call[T]) -> T:
-        response = await self._http.request(call.method, call.path, **_request_args(call))
+        try:
+            response = await self._http.request(call.method, call.path, **_request_args(call))
+        except httpx.TransportError as error:
+            raise unanswered(error) from error
         return call.result(response)
 
     async def aclose(self) -> None:

@@ -1,4 +1,5 @@
-"""``MemoryHubError``: every HTTP error the API answers, with its stable ``code``."""
+"""``MemoryHubError``: every HTTP error the API answers, with its stable ``code``, and the
+network's failures (no answer at all)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ class MemoryHubError(Exception):
     """An HTTP error from MemoryHub: ``status`` (e.g. 404), ``code`` (snake_case, stable: branch
     on it, e.g. ``"not_found"``, ``"precondition_failed"``, ``"rate_limited"``) and ``message``
     (for people). A 429 carries ``retry_after``, the seconds to wait (``Retry-After``).
+
+    No answer at all (MemoryHub unreachable, a timeout) is one too, with ``status`` 0 and
+    ``code`` ``"connection_error"`` or ``"timeout"``; it is also the httpx exception it was
+    (``httpx.ConnectError``, ``httpx.ReadTimeout``...), so ``except httpx.HTTPError`` still
+    catches it.
 
     A memory tool command that fails is not an HTTP error: it is a result with ``is_error``
     (see ``MemoryHub.memory``), meant for the model."""
@@ -39,6 +45,33 @@ class MemoryHubError(Exception):
             pass
         return cls(response.status_code, code, message,
                    retry_after=_seconds(response.headers.get("Retry-After")))
+
+
+def unanswered(error: httpx.TransportError) -> MemoryHubError:
+    """The network's failure as a ``MemoryHubError`` that is still ``error``'s httpx class."""
+    code = "timeout" if isinstance(error, httpx.TimeoutException) else "connection_error"
+    try:
+        request: httpx.Request | None = error.request
+    except RuntimeError:  # httpx sets it on what its clients raise; not on every error
+        request = None
+    # The address without its query or any user:password: the call it was, nothing secret.
+    where = "" if request is None else (
+        f" ({request.method} {request.url.scheme}://{request.url.netloc.decode()}"
+        f"{request.url.path})")
+    raised = _unanswered_class(type(error))(0, code, f"no answer from MemoryHub{where}: {error}")
+    if request is not None:
+        raised.request = request  # type: ignore[attr-defined]
+    return raised
+
+
+_UNANSWERED: dict[type[httpx.TransportError], type[MemoryHubError]] = {}
+
+
+def _unanswered_class(kind: type[httpx.TransportError]) -> type[MemoryHubError]:
+    """``MemoryHubError`` and ``kind`` in one class, made once per httpx exception class."""
+    if kind not in _UNANSWERED:
+        _UNANSWERED[kind] = type(kind.__name__, (MemoryHubError, kind), {"__module__": __name__})
+    return _UNANSWERED[kind]
 
 
 def unreadable(response: httpx.Response) -> MemoryHubError:

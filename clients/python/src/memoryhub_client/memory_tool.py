@@ -11,7 +11,8 @@ The model's command goes to ``POST /api/v1/users/{user_id}/memory`` as the model
 exactly the REST tool's text; a result with ``is_error`` is raised as the SDK's ``ToolError``,
 which the runner sends back as an error ``tool_result`` with that same text. A request that
 MemoryHub refuses (a body over 1 MiB, a rate limit, another person's memory for a bound key)
-is a ``ToolError`` too, with the API's message, never a Python traceback in the model's turn.
+is a ``ToolError`` too, with the API's message, never a Python traceback in the model's turn;
+so is no answer at all (MemoryHub unreachable, a timeout).
 Needs the ``anthropic`` extra.
 """
 
