@@ -80,6 +80,26 @@ def test_dot_segments_reach_the_server_as_they_are(hub: MemoryHub) -> None:
     assert hub.document_get(USER, "/keep.md")["content"] == "mine"
 
 
+def test_a_slash_in_an_id_is_refused_not_read_as_another_address(hub: MemoryHub) -> None:
+    """The server decodes %2F before routing: a session_id "s/1" wrote the session "s"'s
+    /1/x.md, a profile "cook/ing" the profile "cook"'s /ing/x.md, and a user_id
+    "alice/sessions/s" deleted alice's session "s"."""
+    hub.document_put("alice", "/keep.md", "mine", session_id="s")
+    refusals = [
+        (lambda: hub.document_put("alice", "/x.md", "x", session_id="s/1"), "invalid_session_id"),
+        (lambda: hub.document_put("alice", "/x.md", "x", profile="cook/ing"), "invalid_profile"),
+        (lambda: hub.user_delete("alice/sessions/s"), "invalid_user_id"),
+        (lambda: hub.capture("alice/x", "s", [{"role": "user", "content": "hi"}]),
+         "invalid_user_id"),
+    ]
+    for call, code in refusals:
+        refused = error_of(call)
+        assert (refused.status, refused.code) == (400, code)
+    assert [(d["scope_key"], d["path"]) for d in hub.documents("alice")["documents"]] == [
+        ("s", "/keep.md")]
+    assert error_of(hub.conversation, "alice", "c/summary").code == "not_found"
+
+
 def test_the_memory_tool_the_index_the_snapshot_and_recall(hub: MemoryHub) -> None:
     assert hub.memory(USER, {"command": "create", "path": "/memories/notes/diet.md",
                              "file_text": "Vegetarian since 2019\n", "description": "Diet"}) == {

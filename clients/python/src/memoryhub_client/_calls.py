@@ -84,7 +84,15 @@ def _nothing(response: httpx.Response) -> None:
 
 def _seg(value: str | int) -> str:
     """One path segment, percent-encoded (a user_id may hold ``@ : + |``)."""
-    return _undotted(quote(str(value), safe=""))
+    return _undotted(_unslashed(quote(str(value), safe="")))
+
+
+def _unslashed(segment: str) -> str:
+    """A ``/`` (``%2F``) encoded once more. The server decodes ``%2F`` before routing, so a
+    session_id ``s/1`` wrote the session ``s``'s ``/1/x.md`` and a user_id
+    ``alice/sessions/s`` deleted alice's session ``s``; as ``%252F`` the server reads ``%2F``
+    in the one segment, and refuses it as it refuses any id or path with a ``%``."""
+    return segment.replace("%2F", "%252F")  # quote() wrote any "%" of the value as "%25"
 
 
 def _undotted(segment: str) -> str:
