@@ -94,6 +94,20 @@ def test_without_a_conversation_or_a_summary_nothing_is_stored(hub: MemoryHub) -
     assert hub.conversation("alice", conversation_id)["summary"] is None
 
 
+def test_the_system_prompt_reaches_either_model(hub: MemoryHub) -> None:
+    """``system=`` was sent to Claude only: an openai client's flush went without it."""
+    with ScriptedModel([claude(text("DONE")), gpt("DONE")]) as model:
+        claude_client = anthropic.Anthropic(base_url=model.url, api_key="t", max_retries=0)
+        gpt_client = openai.OpenAI(base_url=f"{model.url}/v1", api_key="t", max_retries=0)
+        for client in (claude_client, gpt_client):
+            flush_to_memory(client, hub, TALK, user_id="alice", session_id="s-1",
+                            system="You are Ada, a travel agent.", model="any")
+    to_claude, to_gpt = model.requests
+    assert to_claude["system"] == "You are Ada, a travel agent."
+    assert to_gpt["messages"] == [{"role": "system", "content": "You are Ada, a travel agent."},
+                                  *TALK, {"role": "user", "content": FLUSH_PROMPT}]
+
+
 def test_a_summary_needs_to_know_whose_conversation_it_is(hub: MemoryHub) -> None:
     """Without conversation_id or session_id, "the latest" may be another chat's: refused
     before the model is asked anything."""

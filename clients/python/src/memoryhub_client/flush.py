@@ -121,6 +121,8 @@ def flush_to_memory(
               else SyncIO(hub, lambda **request: list(runner(**request))))  # type: ignore[arg-type]
         turns = flush.claude(io, asked)
     else:
+        if system is not None:  # chat completions carry it as their first message
+            asked.insert(0, {"role": "system", "content": system})
         io = (AsyncIO if is_async else SyncIO)(hub, client.chat.completions.create)  # type: ignore[arg-type]
         turns = flush.gpt(io, asked)
     done = flush.then_summary(io, turns, conversation_id, summary)
