@@ -126,6 +126,18 @@ def test_a_call_with_capture_off_stays_off_the_record(hub: MemoryHub) -> None:
                            ("assistant", "Enjoy.")]
 
 
+def test_a_memory_switch_it_cannot_read_is_refused_before_the_call(hub: MemoryHub) -> None:
+    """A misspelt switch, or memory=False, read as none: the call was captured."""
+    with ScriptedModel([]) as model:
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        for switches in ({"captrue": False}, False, {"recall": False, "store": False},
+                         {"capture": "false"}):
+            with pytest.raises(ValueError, match="recall and capture"):
+                client.messages.create(model="claude-x", max_tokens=10, memory=switches,
+                                       messages=[{"role": "user", "content": "My PIN is 4711"}])
+    assert model.requests == [] and stored(hub) == []
+
+
 def test_a_sliding_window_of_history_is_captured_once(hub: MemoryHub) -> None:
     """An app that sends the model only its last messages (a sliding window of the history)
     began each history with a message chained from nothing: every message in the window got

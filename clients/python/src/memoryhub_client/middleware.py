@@ -463,7 +463,7 @@ class Memory:
     async def call(self, io: IO, kwargs: dict[str, Any], *, helper: bool = False) -> Any:
         """One model call; ``helper``: Anthropic's ``messages.stream()``, a context manager
         whose final message is captured when its block ends without an exception."""
-        options = kwargs.pop("memory", None) or {}
+        options = _switches(kwargs.pop("memory", None))
         request = dict(kwargs)
         for name in ("messages", "system"):  # what the SDKs take as any iterable and this
             if isinstance(request.get(name), Iterator):  # reads first: a generator, read once
@@ -559,6 +559,20 @@ class Memory:
             return False
         self.captured.update(m["id"] for m in batch if "id" in m)
         return True
+
+
+def _switches(options: object) -> Mapping[str, object]:
+    """A call's ``memory=``: ``recall`` and ``capture`` switches. Anything else is refused
+    before the model is called: ``{"captrue": False}``, ``{"capture": "false"}`` or
+    ``memory=False`` read as no switch at all, so a call meant to stay off the record was
+    captured."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping) or not set(options) <= {"recall", "capture"} or not all(
+            isinstance(value, bool) for value in options.values()):
+        raise ValueError("memory= takes a dict of recall and capture switches, such as "
+                         f"{{'capture': False}}; not {options!r}")
+    return options
 
 
 def _batches(messages: list[MessageIn]) -> Iterator[list[MessageIn]]:
