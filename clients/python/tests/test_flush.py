@@ -94,6 +94,18 @@ def test_without_a_conversation_or_a_summary_nothing_is_stored(hub: MemoryHub) -
     assert hub.conversation("alice", conversation_id)["summary"] is None
 
 
+def test_the_gpt_model_cannot_choose_another_profile(hub: MemoryHub) -> None:
+    """As with Claude's tool (test_memory_tool): what the flush sees is the app's to say."""
+    hub.document_put("alice", "/diary.md", "private", profile="personal")
+    hop = function_call("call_1", {"command": "view", "path": "/memories/diary.md",
+                                   "profile": "personal"})
+    with ScriptedModel([gpt(None, tool_calls=[hop]), gpt("DONE")]) as model:
+        client = openai.OpenAI(base_url=f"{model.url}/v1", api_key="t", max_retries=0)
+        flush_to_memory(client, hub, TALK, user_id="alice", session_id="s-1", model="gpt-x")
+    result = next(m for m in model.requests[1]["messages"] if m["role"] == "tool")
+    assert "does not exist" in result["content"]
+
+
 def test_the_system_prompt_reaches_either_model(hub: MemoryHub) -> None:
     """``system=`` was sent to Claude only: an openai client's flush went without it."""
     with ScriptedModel([claude(text("DONE")), gpt("DONE")]) as model:

@@ -91,6 +91,29 @@ def test_scope_and_profile_pin_where_the_tool_writes(hub: MemoryHub) -> None:
     assert hub.document_get("alice", "/b.md", profile="cooking")["scope"] == "profile"
 
 
+def test_the_model_cannot_choose_another_session_or_profile(hub: MemoryHub) -> None:
+    """The binding says what the commands see: a context field the model adds to its input
+    (a prompt injected into it, say) reached the API, which read it as the app's."""
+    hub.document_put("alice", "/diary.md", "private", profile="personal")
+    hub.document_put("alice", "/todo.md", "other chat", session_id="s-2")
+    hops = [{**VIEW_TODO, "session_id": "s-2"},
+            {"command": "view", "path": "/memories/diary.md", "profile": "personal"},
+            {"command": "create", "path": "/memories/x.md", "file_text": "x", "scope": "session",
+             "session_id": "s-2"}]
+    tool = MemoryHubMemoryTool(hub, user_id="alice", session_id="s-1", profile="work")
+    with ScriptedModel([claude(tool_use(f"toolu_{i}", hop)) for i, hop in enumerate(hops)]
+                       + [claude(text("Done."))]) as model:
+        client = anthropic.Anthropic(base_url=model.url, api_key="test", max_retries=0)
+        client.beta.messages.tool_runner(model="claude-scripted", max_tokens=1024,
+                                         tools=[tool], messages=ASK).until_done()
+    session, profile, created = tool_results(model)
+    assert "does not exist" in session["content"] and "does not exist" in profile["content"]
+    assert created["content"] == "File created successfully at: /memories/x.md"
+    assert hub.document_get("alice", "/x.md")["scope"] == "global"  # create's default
+    assert [d["path"] for d in hub.documents("alice", scope="session")["documents"]] == [
+        "/todo.md"]
+
+
 def test_a_request_memoryhub_refuses_reaches_the_model_as_its_message(hub: MemoryHub) -> None:
     """A file over the 1 MiB body limit: the API's 413 text as an error tool_result, not the
     Python exception's repr."""

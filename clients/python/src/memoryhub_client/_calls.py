@@ -149,6 +149,16 @@ def memory(
     return _post(_user(user_id, "memory"), {**input, **context})
 
 
+CONTEXT_FIELDS = frozenset({"session_id", "profile", "scope", "turn_id"})
+
+
+def model_command(input: Mapping[str, object]) -> dict[str, object]:
+    """A command from the model, without the context fields the API reads beside it: whose
+    session, profile and scope the commands see is the app's to say (the adapter's binding),
+    never a field a model (or a prompt injected into it) adds to its tool input."""
+    return {name: value for name, value in input.items() if name not in CONTEXT_FIELDS}
+
+
 def memory_index(
     user_id: str, *, session_id: str | None = None, profile: str | None = None
 ) -> Call[MemoryIndex]:

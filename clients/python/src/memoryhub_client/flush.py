@@ -188,7 +188,7 @@ class _Flush:
         if not isinstance(command, dict):
             return "Error: the memory tool's input must be a JSON object"
         try:
-            result = await io.hub(_calls.memory(self.user_id, command,
+            result = await io.hub(_calls.memory(self.user_id, _calls.model_command(command),
                                                 session_id=self.session_id, profile=self.profile))
         except MemoryHubError as error:
             # A request MemoryHub refuses (a body over 1 MiB, a rate limit...) is the model's

@@ -25,6 +25,7 @@ from typing import Any, Generic, TypeVar
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaCacheControlEphemeralParam, BetaMemoryTool20250818Command
 
+from memoryhub_client._calls import model_command
 from memoryhub_client._hub import AsyncMemoryHub, MemoryHub
 from memoryhub_client.errors import MemoryHubError
 from memoryhub_client.types import Scope, ToolResult
@@ -73,7 +74,7 @@ class _Binding(Generic[H]):
     def tool_input(input: object) -> dict[str, Any]:
         if not isinstance(input, dict):
             raise ToolError("Error: the memory tool's input must be a JSON object")
-        return input
+        return model_command(input)
 
 
 class MemoryHubMemoryTool(_Binding[MemoryHub], BetaAbstractMemoryTool):
