@@ -332,6 +332,20 @@ def test_a_proxy_answering_in_memoryhubs_place_is_an_error() -> None:
         asyncio.run(the_async_client())
 
 
+def test_retry_after_as_an_http_date_is_seconds_too() -> None:
+    """A proxy's 429 or 503 may say when rather than how long (RFC 9110): retry_after was
+    None."""
+    for when, wait in (("Wed, 21 Oct 2015 07:28:00 GMT", 0.0), ("120", 120.0)):
+        with Canned(429, b"Too Many Requests", {"Retry-After": when}) as proxy, MemoryHub(
+                proxy.url, "mh_key") as hub:
+            assert error_of(hub.users).retry_after == wait
+    with Canned(503, b"", {"Retry-After": "Fri, 01 Jan 2100 00:00:00 GMT"}) as proxy, MemoryHub(
+            proxy.url, "mh_key") as hub:
+        unavailable = error_of(hub.users)
+    assert unavailable.status == 503 and unavailable.retry_after is not None
+    assert unavailable.retry_after > 365 * 24 * 3600
+
+
 def test_the_async_client_has_every_method_and_sends_the_same(live_server: Any, acme: Any,
                                                                settings: Any) -> None:
     public = {name for name in dir(MemoryHub) if not name.startswith("_")} - {"close"}

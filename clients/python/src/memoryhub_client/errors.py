@@ -3,6 +3,9 @@ network's failures (no answer at all)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
 import httpx
 
 
@@ -82,7 +85,18 @@ def unreadable(response: httpx.Response) -> MemoryHubError:
 
 
 def _seconds(raw: str | None) -> float | None:
-    try:
-        return float(raw) if raw is not None else None
-    except ValueError:  # an HTTP date: this API sends seconds, a proxy might not
+    """``Retry-After`` in seconds: this API sends seconds, a proxy in front of it may send an
+    HTTP date instead (RFC 9110 allows both), which read as no retry information at all."""
+    if raw is None:
         return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC all the same
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
