@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import multiprocessing
+import pickle
 import socket
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import httpx
@@ -344,6 +347,25 @@ def test_retry_after_as_an_http_date_is_seconds_too() -> None:
         unavailable = error_of(hub.users)
     assert unavailable.status == 503 and unavailable.retry_after is not None
     assert unavailable.retry_after > 365 * 24 * 3600
+
+
+def stale_put(url: str, key: str) -> None:
+    """A call in a worker process that MemoryHub refuses (412)."""
+    with MemoryHub(url, key) as hub:
+        hub.document_put(USER, "/diet.md", "vegan", if_match=9)
+
+
+def test_an_error_reaches_the_caller_from_a_worker_process(live_server: Any, acme: Any) -> None:
+    """Exception pickles its args, one text that __init__ could not take back: the worker's
+    MemoryHubError failed to unpickle in the caller."""
+    spawned = multiprocessing.get_context("spawn")  # a fork of this threaded process may hang
+    with ProcessPoolExecutor(1, mp_context=spawned) as workers, pytest.raises(
+            MemoryHubError) as raised:
+        workers.submit(stale_put, live_server.url, acme.key).result()
+    assert (raised.value.status, raised.value.code) == (412, "precondition_failed")
+    with MemoryHub("http://127.0.0.1:9", "mh_key") as down:
+        refused = pickle.loads(pickle.dumps(error_of(down.users)))
+    assert (refused.status, refused.code, refused.retry_after) == (0, "connection_error", None)
 
 
 def test_the_async_client_has_every_method_and_sends_the_same(live_server: Any, acme: Any,

@@ -31,6 +31,14 @@ class MemoryHubError(Exception):
         self.message = message
         self.retry_after = retry_after
 
+    def __reduce__(self) -> tuple[type[MemoryHubError], tuple[int, str, str], dict[str, object]]:
+        """Pickled from its fields: Exception pickles its ``args`` (here the one text), which
+        ``__init__`` cannot take back, so the error of a call made in a worker process
+        (multiprocessing, concurrent.futures, Celery) failed to reach the caller. The
+        network's errors come back as a plain ``MemoryHubError``."""
+        return MemoryHubError, (self.status, self.code, self.message), {
+            "retry_after": self.retry_after}
+
     @classmethod
     def from_response(cls, response: httpx.Response) -> MemoryHubError:
         """The API's error body ``{"error": {"code", "message"}}``; anything else (a proxy's
