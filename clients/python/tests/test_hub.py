@@ -249,6 +249,9 @@ def test_facts_with_versions_and_history_and_keys(hub: MemoryHub, live_server: A
         "created", "updated", "invalidated", "updated"]
     assert hub.fact_delete(USER, made["id"], if_match=4) is None
     assert error_of(hub.fact, USER, made["id"]).status == 404
+    past = hub.fact_create(USER, "User lives in Porto", valid_at="2019-01-01T00:00:00Z",
+                           invalid_at="2024-06-01T00:00:00Z")  # the body takes it: so does this
+    assert past["invalid_at"] == "2024-06-01T00:00:00Z" and hub.facts(USER)["facts"] == []
 
     bound = hub.key_create("phone", user_id=USER)
     assert bound["permissions"] == ["memory"] and bound["api_key"].startswith("mh_")

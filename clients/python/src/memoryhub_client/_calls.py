@@ -266,12 +266,13 @@ def fact_create(
     user_id: str, content: str, *, type: FactType | None = None, subject: str | None = None,
     predicate: str | None = None, object: str | None = None, process: str | None = None,
     confidence: float | None = None, valid_at: str | None = None,
-    source: FactSource | None = None,
+    invalid_at: str | None = None, source: FactSource | None = None,
 ) -> Call[Fact]:
-    """Add a fact; a valid fact of the same normalised text is answered instead (200)."""
+    """Add a fact (``invalid_at``: one of the past, no longer true since then); a valid fact
+    of the same normalised text is answered instead (200)."""
     return _post(_user(user_id, "facts"), _fields(
         content=content, type=type, subject=subject, predicate=predicate, object=object,
-        process=process, confidence=confidence, valid_at=valid_at,
+        process=process, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
         source=None if source is None else dict(source)))
 
 
