@@ -239,6 +239,17 @@ def test_what_the_server_cannot_store_as_sent_is_made_storable(hub: MemoryHub) -
     assert reply["metadata"]["finish_reason"] == "tool_calls"
 
 
+def test_a_reply_with_half_an_emoji_is_returned_and_captured(hub: MemoryHub) -> None:
+    """A lone surrogate (JSON's "\\ud83d" without its pair) is no UTF-8: the message's id
+    raised UnicodeEncodeError, which failed the model call after the model had answered."""
+    with ScriptedModel([claude(text("Cheers \ud83d"))]) as model:
+        client = with_memory(claude_client(model), hub, user_id="alice", session_id="s-1")
+        reply = client.messages.create(model="claude-x", max_tokens=10,
+                                       messages=[{"role": "user", "content": "Hi"}])
+    assert reply.content[0].text == "Cheers \ud83d"  # the app gets the reply as it came
+    assert stored(hub) == [("user", "Hi"), ("assistant", "Cheers \ufffd")]
+
+
 def test_clients_made_by_with_options_and_copy_keep_memory(hub: MemoryHub,
                                                           remembered: str) -> None:
     with ScriptedModel([claude(text("Risotto.")), gpt("Soup.")]) as model:

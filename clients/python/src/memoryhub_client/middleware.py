@@ -130,8 +130,13 @@ def _fitted(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 def _storable(text: str) -> str:
-    """Text as the server stores it: PostgreSQL's text holds no NUL (a model or a paste may)."""
-    return text.replace("\x00", "")
+    """Text as the server stores it: PostgreSQL's text holds no NUL (a model or a paste may),
+    and UTF-8 no lone surrogate (a reply's JSON may escape half an emoji, "\\ud83d"), which
+    failed the request's encoding, that capture and every later one of the session."""
+    text = text.replace("\x00", "")
+    if not text.isascii():  # the common case costs nothing more
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _joined(text: str, context: str) -> str:
@@ -430,7 +435,8 @@ class Link(NamedTuple):
 def message_id(previous: str, said: Said) -> str:
     """A message's id: its role and text after the ids before it (system prompts aside, so a
     system prompt that changes leaves the conversation's ids as they were)."""
-    raw = "\x1f".join((previous, said.role, said.content)).encode()
+    # surrogatepass: a lone surrogate (see _storable) is part of the text, not an error.
+    raw = "\x1f".join((previous, said.role, said.content)).encode("utf-8", "surrogatepass")
     return "mh-" + hashlib.sha256(raw).hexdigest()[:40]
 
 
