@@ -61,6 +61,12 @@ def function_call(call_id: str, arguments: dict[str, Any], name: str = "memory")
             "function": {"name": name, "arguments": json.dumps(arguments)}}
 
 
+def azure_filtered(reply: dict[str, Any]) -> dict[str, Any]:
+    """``reply`` streamed as Azure OpenAI's asynchronous content filter streams it: with an
+    annotation chunk that has no ``delta``, and empty ``id`` and ``model``."""
+    return {**reply, "_azure_filter": True}
+
+
 def cut(reply: dict[str, Any], events: int) -> dict[str, Any]:
     """``reply`` streamed as a dropped connection leaves it: its first ``events`` only."""
     return {**reply, "_cut": events}
@@ -116,6 +122,11 @@ def gpt_chunks(completion: dict[str, Any], *, usage: bool) -> Iterator[dict[str,
                                                   "arguments": ""}}]})
         yield chunk({"tool_calls": [{"index": index, "function": {
             "arguments": call["function"]["arguments"]}}]})
+    if completion.get("_azure_filter"):
+        yield {"id": "", "object": "", "created": 0, "model": "", "choices": [{
+            "index": 0, "finish_reason": None,
+            "content_filter_offsets": {"check_offset": 0, "start_offset": 0, "end_offset": 9},
+            "content_filter_results": {"hate": {"filtered": False, "severity": "safe"}}}]}
     yield chunk({}, completion["choices"][0]["finish_reason"])
     if usage:
         yield {**head, "choices": [], "usage": completion["usage"]}

@@ -12,7 +12,17 @@ import httpx
 import openai
 import pydantic
 import pytest
-from llm_servers import Canned, ScriptedModel, claude, cut, function_call, gpt, text, tool_use
+from llm_servers import (
+    Canned,
+    ScriptedModel,
+    azure_filtered,
+    claude,
+    cut,
+    function_call,
+    gpt,
+    text,
+    tool_use,
+)
 from memoryhub_client import AsyncMemoryHub, MemoryHub, MemoryHubError
 from memoryhub_client.middleware import with_memory
 
@@ -412,6 +422,22 @@ def test_openai_recalls_injects_and_captures_streams_included(hub: MemoryHub,
     assert messages[1]["metadata"] == GPT_META
     assert messages[3]["metadata"] == GPT_META  # the stream's usage chunk included
     assert stored(hub, "s-2") == []
+
+
+def test_an_azure_filtered_stream_is_read_to_its_end_and_captured(hub: MemoryHub) -> None:
+    """Azure's content filter adds chunks whose choice has no delta: reading the stream
+    raised AttributeError ('NoneType' object has no attribute 'content') in the app's loop."""
+    with ScriptedModel([azure_filtered(gpt("Enjoy your risotto tonight!"))]) as model:
+        client = with_memory(gpt_client(model), hub, user_id="alice", session_id="s-1")
+        stream = client.chat.completions.create(model="gpt-x", stream=True, messages=[
+            {"role": "user", "content": ASK}])
+        chunks = list(stream)
+    assert any(chunk.choices and chunk.choices[0].delta is None for chunk in chunks)
+    messages = hub.messages("alice", "s-1")["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", ASK), ("assistant", "Enjoy your risotto tonight!")]
+    assert messages[1]["metadata"] == {key: value for key, value in GPT_META.items()
+                                       if key != "usage"}  # no usage chunk was asked for
 
 
 def test_openai_parse_and_stream_helpers_recall_and_capture(hub: MemoryHub, remembered: str,

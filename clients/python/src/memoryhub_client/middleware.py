@@ -368,13 +368,18 @@ class _OpenAIStream:
         self.usage: Any = None
 
     def feed(self, chunk: Any) -> None:
-        self.head = {"id": chunk.id, "model": chunk.model,
-                     "system_fingerprint": getattr(chunk, "system_fingerprint", None)}
+        # Azure's content filter annotates a stream with chunks of an empty id and model, and
+        # choices without a delta: they are not the reply's, and no text.
+        fields = {"id": chunk.id, "model": chunk.model,
+                  "system_fingerprint": getattr(chunk, "system_fingerprint", None)}
+        self.head.update({name: value for name, value in fields.items() if value})
         self.usage = getattr(chunk, "usage", None) or self.usage
         for choice in chunk.choices:
             if choice.index != 0:
                 continue
             self.finish_reason = choice.finish_reason or self.finish_reason
+            if choice.delta is None:
+                continue
             self.text.append(choice.delta.content or "")
             for call in choice.delta.tool_calls or []:
                 known = self.calls.setdefault(call.index, {"id": None, "function": {}})
