@@ -569,6 +569,20 @@ def test_a_hub_answering_pages_not_json_the_model_call_goes_on(caplog: Any) -> N
             "memoryhub: recall", "memoryhub: capture"]
 
 
+def test_anthropics_clients_for_other_clouds_have_memory_too(hub: MemoryHub,
+                                                             remembered: str) -> None:
+    """Foundry's (or Bedrock's, Vertex's) client has the same messages API: with_memory
+    refused it as no anthropic client."""
+    with ScriptedModel([claude(text("Lentil soup."))]) as model:
+        foundry = anthropic.AnthropicFoundry(api_key="t", base_url=f"{model.url}/anthropic/",
+                                             max_retries=0)
+        client = with_memory(foundry, hub, user_id="alice", session_id="s-1")
+        client.messages.create(model="claude-x", max_tokens=10,
+                               messages=[{"role": "user", "content": ASK}])
+    assert model.requests[0]["messages"][0] == {"role": "user", "content": remembered}
+    assert stored(hub) == [("user", ASK), ("assistant", "Lentil soup.")]
+
+
 def test_the_hub_must_match_the_client() -> None:
     hub = MemoryHub("http://127.0.0.1:9", "k")
     with pytest.raises(TypeError):

@@ -848,13 +848,14 @@ class WrappedClient(Wrapped):
 
 
 def provider_of(client: Any) -> tuple[Provider, bool]:
-    """The provider of a client and whether it is async."""
+    """The provider of a client and whether it is async. Any client of the SDK's with its
+    model calls where this module wraps them (Anthropic's on Bedrock, Vertex, Foundry, AWS;
+    OpenAI's on Azure): only ``Anthropic`` and ``OpenAI`` by name were taken."""
     module = type(client).__module__.split(".")[0]
     name = type(client).__name__
-    if module == "anthropic" and name in ("Anthropic", "AsyncAnthropic"):
+    if module == "anthropic" and hasattr(client, "messages"):
         return AnthropicMessages(), name.startswith("Async")
-    if module == "openai" and name in ("OpenAI", "AsyncOpenAI", "AzureOpenAI",
-                                       "AsyncAzureOpenAI"):
+    if module == "openai" and hasattr(client, "chat"):
         return OpenAIChat(), name.startswith("Async")
     raise TypeError(f"with_memory wraps an anthropic or openai client, not {name}")
 
