@@ -80,6 +80,15 @@ def test_the_async_tool_runner_works_on_memoryhub(hub: MemoryHub, live_server: A
     assert_the_model_read_the_rest_tools_texts(model, hub)
 
 
+def test_the_hub_must_match_the_tool(hub: MemoryHub, live_server: Any, acme: Any) -> None:
+    """A sync tool on an AsyncMemoryHub (or the reverse) failed each command in the runner,
+    and the model read a TypeError about coroutines."""
+    with pytest.raises(TypeError, match="AsyncMemoryHub"):
+        MemoryHubMemoryTool(AsyncMemoryHub(live_server.url, acme.key), user_id="alice")
+    with pytest.raises(TypeError, match="AsyncMemoryHub"):
+        AsyncMemoryHubMemoryTool(hub, user_id="alice")  # type: ignore[arg-type]
+
+
 def test_scope_and_profile_pin_where_the_tool_writes(hub: MemoryHub) -> None:
     pinned = MemoryHubMemoryTool(hub, user_id="alice", session_id="s-9", scope="session")
     assert pinned.call({"command": "create", "path": "/memories/a.md", "file_text": "x"})

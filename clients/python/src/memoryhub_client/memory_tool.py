@@ -64,6 +64,11 @@ class _Binding(Generic[H]):
         profile: str | None = None, scope: Scope | None = None, turn_id: str | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
     ) -> None:
+        if isinstance(hub, AsyncMemoryHub) != isinstance(self, BetaAsyncAbstractMemoryTool):
+            # Else each command failed inside the runner: an un-awaited coroutine read as a
+            # result, or a result awaited, and the model read the TypeError.
+            raise TypeError("AsyncMemoryHubMemoryTool takes an AsyncMemoryHub, "
+                            "MemoryHubMemoryTool a MemoryHub")
         super().__init__(cache_control=cache_control)  # type: ignore[call-arg]
         self.hub: H = hub
         self.user_id = user_id
