@@ -204,13 +204,14 @@ def text_pattern(*, blank: bool = True) -> str:
     return f"^[^\\u0000]*[^\\u0000{space}][^\\u0000]*$"
 
 
-@lru_cache(maxsize=1)
-def one_line_pattern() -> str:
+@lru_cache(maxsize=2)
+def one_line_pattern(*, blank: bool = True) -> str:
     """The OpenAPI pattern of a document's description, ``description_check``'s rule: no
     character of the categories it refuses (controls, tab included; line and paragraph
     separators), read from ``unicodedata`` as that check reads them. Its fourth category,
     unpaired surrogates, has no class in an ECMAScript pattern (which sees a valid pair as
-    two surrogates); DRF refuses them with 400."""
+    two surrogates); DRF refuses them with 400. Unless ``blank``, one character is not
+    whitespace either (a tenant's name: ``text_pattern``'s rule too)."""
     refused = [point for point in range(0x10000)
                if unicodedata.category(chr(point)) in NOT_ONE_LINE - {"Cs"}]
     ranges: list[list[int]] = []
@@ -221,7 +222,10 @@ def one_line_pattern() -> str:
             ranges.append([point, point])
     spelt = "".join(f"\\u{low:04x}" if low == high else f"\\u{low:04x}-\\u{high:04x}"
                     for low, high in ranges)
-    return f"^[^{spelt}]*$"
+    if blank:
+        return f"^[^{spelt}]*$"
+    space = "".join(f"\\u{point:04x}" for point in range(0x10000) if chr(point).isspace())
+    return f"^[^{spelt}]*[^{spelt}{space}][^{spelt}]*$"
 
 
 class StrictStringField(serializers.CharField):
@@ -490,7 +494,8 @@ class CaptureSerializer(ClosedSerializer):
 # would become the schema's description.
 class TenantSerializer(serializers.Serializer):
     slug = serializers.CharField(read_only=True)
-    name = StrictStringField(blank=False, max_length=200, required=False)
+    name = StrictStringField(blank=False, max_length=200, required=False,
+                             openapi={"pattern": one_line_pattern(blank=False)})  # one line
     memory_enabled = StrictBooleanField(required=False)
     limits = LimitsSerializer(required=False)
     retention = RetentionSerializer(required=False)

@@ -40,7 +40,8 @@ def test_a_view_declares_what_it_writes() -> None:
     from api.views.documents import GlobalDocumentView
     from api.views.memory import MemoryIndexView, MemoryToolView
 
-    assert GlobalDocumentView.writing_methods == frozenset({"PUT"})
+    # DELETE as PUT: it reads the person with their write lock (a rename must not slip in).
+    assert GlobalDocumentView.writing_methods == frozenset({"PUT", "DELETE"})
     assert MemoryIndexView.writing_methods == frozenset()
     # The one view that needs its body to know: its own hook.
     assert MemoryToolView.writes_end_user is not TenantAPIView.writes_end_user
