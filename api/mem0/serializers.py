@@ -14,7 +14,7 @@ and are ignored.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from rest_framework import serializers
@@ -86,6 +86,41 @@ def read_entities(body: object) -> dict[str, object]:
             raise _invalid(f"Unsupported option {key!r}: MemoryHub's mem0 API does not filter "
                            f"by {key}; leave it out and pick from the results by their {key}.")
     return named
+
+
+def created_between(body: Mapping[str, object]) -> tuple[datetime | None, datetime | None]:
+    """``get_all``'s ``start_date`` and ``end_date`` (ISO 8601: memories created on or after
+    the one, on or before the other) as a half-open range [from, until). A date alone is its
+    whole day (UTC), so ``end_date="2026-11-06"`` keeps that day's memories; a time without
+    an offset is UTC. Either may be absent or null. Refused rather than ignored, as a filter:
+    ignoring it would return memories the caller meant to leave out."""
+    start, end = (_moment_of(body, name) for name in ("start_date", "end_date"))
+    since = start[0] if start is not None else None
+    until = None
+    if end is not None:
+        moment, whole_day = end
+        until = moment + (timedelta(days=1) if whole_day else timedelta(microseconds=1))
+    return since, until
+
+
+def _moment_of(body: Mapping[str, object], name: str) -> tuple[datetime, bool] | None:
+    """The option's time and whether it named a whole day; None when absent or null."""
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            return datetime.combine(date.fromisoformat(value), datetime.min.time(), UTC), True
+        except ValueError:
+            pass
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)), False
+    raise _invalid(f"{name}: an ISO 8601 date or time, such as 2026-11-06 or "
+                   f"2026-11-06T17:02:11Z.")
 
 
 def person_of(body: object) -> object:

@@ -48,6 +48,7 @@ from api.mem0.serializers import (
     BatchInput,
     SearchInput,
     UpdateInput,
+    created_between,
     moment,
     named_entities,
     read_entities,
@@ -154,10 +155,13 @@ class MemoryListView(Mem0View):
     reading_methods = frozenset({"POST"})
 
     def post(self, request: Request) -> Response:
-        read_entities(self.body(request))
+        body = self.body(request)
+        read_entities(body)
+        since, until = created_between(body)
         self.person()
         pages = Mem0Pagination()
-        page = pages.paginate_queryset(facts_listed(end_user=self.end_user), request, view=self)
+        facts = facts_listed(end_user=self.end_user, created_since=since, created_until=until)
+        page = pages.paginate_queryset(facts, request, view=self)
         return pages.get_paginated_response([memory_representation(f) for f in page or []])
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 from uuid import UUID
 
 import numpy as np
@@ -68,12 +69,19 @@ def fact_get(*, fact_id: object, only_user_id: str | None = None,
                      for_update=for_update).get(parsed)
 
 
-def facts_listed(*, end_user: EndUser | None) -> QuerySet[Fact]:
-    """The person's valid facts, newest first, for a paginator (mem0's ``get_all``)."""
+def facts_listed(*, end_user: EndUser | None, created_since: datetime | None = None,
+                 created_until: datetime | None = None) -> QuerySet[Fact]:
+    """The person's valid facts, newest first, for a paginator (mem0's ``get_all``); those
+    created in [``created_since``, ``created_until``) when given."""
     if end_user is None:
         return Fact.objects.none()
-    return (Fact.objects.select_related("end_user")
-            .filter(end_user=end_user, invalid_at__isnull=True).order_by("-id"))
+    facts = Fact.objects.select_related("end_user").filter(end_user=end_user,
+                                                           invalid_at__isnull=True)
+    if created_since is not None:
+        facts = facts.filter(created_at__gte=created_since)
+    if created_until is not None:
+        facts = facts.filter(created_at__lt=created_until)
+    return facts.order_by("-id")
 
 
 def facts_page(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -371,6 +372,29 @@ def test_delete_all_deletes_only_the_person_its_query_names(live_server) -> None
     assert admin.get(alices)["memory"] == "I am vegetarian."
     bob.delete_all()  # naming no one at all: the key's person
     assert bob.get_all()["count"] == 0 and admin.get(alices)["memory"] == "I am vegetarian."
+
+
+def test_get_all_keeps_to_start_date_and_end_date(live_server) -> None:
+    """get_all's start_date and end_date (ISO 8601, created on or after / on or before) were
+    ignored: every memory came back, those outside the range included."""
+    client = mem0(live_server, operator_tenant("initech"))
+    added = client.add("I am vegetarian.", user_id="alice", infer=False)["results"]
+    alice = {"user_id": "alice"}
+    today = datetime.now(UTC).date()
+    tomorrow, yesterday = today + timedelta(days=1), today - timedelta(days=1)
+
+    def listed(**options: str) -> list[str]:
+        return [m["id"] for m in client.get_all(filters=alice, **options)["results"]]
+
+    assert listed(start_date=str(tomorrow)) == []
+    assert listed(end_date=str(yesterday)) == []
+    assert listed(end_date=f"{yesterday}T23:59:59Z") == []
+    # A date alone is its whole day; a time without an offset is UTC.
+    assert listed(start_date=str(today), end_date=str(today)) == [added[0]["id"]]
+    assert listed(start_date=f"{yesterday}T00:00:00", end_date=f"{tomorrow}T00:00:00+00:00") == [
+        added[0]["id"]]
+    with pytest.raises(ValidationError, match="start_date: an ISO 8601 date or time"):
+        client.get_all(filters=alice, start_date="last week")
 
 
 def test_errors_have_mem0s_shape_and_the_rest_apis_status(live_server) -> None:
