@@ -8,8 +8,8 @@ loop per process in a background thread (started on the first request, so after 
 fork). The SDK answers each POST with one JSON body; its tools run in the SDK's worker
 threads (``api.mcp.tools``). Why not the whole project under an ASGI server: README, "MCP".
 
-The SDK's DNS-rebinding protection is on, its allowed hosts and origins taken from Django's
-``ALLOWED_HOSTS`` (and ``CSRF_TRUSTED_ORIGINS``): see ``transport_security``.
+DNS-rebinding protection is on, with Django's own reading of ``ALLOWED_HOSTS`` (and
+``CSRF_TRUSTED_ORIGINS``): see ``origin_allowed``. The SDK's copy of that check is off.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import io
 import threading
 from contextlib import AsyncExitStack
 from typing import Any
+from urllib.parse import urlsplit
 
 from a2wsgi import ASGIMiddleware
 from django.conf import settings
@@ -28,6 +29,8 @@ from django.http import (
     HttpResponseBase,
     JsonResponse,
 )
+from django.http.request import split_domain_port, validate_host
+from django.utils.http import is_same_domain
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework import exceptions
@@ -40,22 +43,47 @@ from api.throttling import key_retry_after
 from tenants.models import Permission
 
 
-def transport_security() -> TransportSecuritySettings:
-    """DNS-rebinding protection with the hosts Django serves: each ``ALLOWED_HOSTS`` entry as
-    a host name on any port. The SDK matches names exactly, so a ``.example.com`` entry
-    allows ``example.com`` itself here (list each subdomain that serves /mcp), and ``*``
-    allows no host at all."""
-    hosts: list[str] = []
-    origins: list[str] = list(settings.CSRF_TRUSTED_ORIGINS)
-    for entry in settings.ALLOWED_HOSTS:
-        name = entry.lstrip(".")
-        if not name or name == "*":
-            continue
-        hosts += [name, f"{name}:*"]
-        origins += [f"{scheme}://{name}{port}" for scheme in ("http", "https")
-                    for port in ("", ":*")]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=origins)
+def origin_allowed(request: HttpRequest) -> bool:
+    """Whether a browser page of this ``Origin`` may call /mcp: one of ``ALLOWED_HOSTS`` (on any
+    port, its ``.example.com`` and ``*`` entries read as Django reads them, except that ``*``
+    names no origin), the server's own origin, or one of ``CSRF_TRUSTED_ORIGINS``
+    (``https://*.example.com`` included). A request without an ``Origin`` is not a page's, and
+    every MCP client sends none.
+
+    Django has already refused a ``Host`` that ``ALLOWED_HOSTS`` does not allow (400, in
+    ``CommonMiddleware``); the SDK's own protection, which compares names exactly, is off:
+    it refused ``*``'s and ``.example.com``'s hosts with 421, so /mcp was unusable where the
+    REST API served."""
+    origin = request.headers.get("Origin")
+    if not origin:
+        return True
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False
+    domain, _port = split_domain_port(parts.netloc)
+    named = [host for host in settings.ALLOWED_HOSTS if host != "*"]
+    if domain and validate_host(domain, named):
+        return True
+    if origin == f"{request.scheme}://{request.get_host()}":
+        return True
+    return any(_trusted(origin, parts.scheme, parts.netloc, trusted)
+               for trusted in settings.CSRF_TRUSTED_ORIGINS)
+
+
+def _trusted(origin: str, scheme: str, netloc: str, trusted: str) -> bool:
+    """``trusted`` as ``CsrfViewMiddleware`` reads a ``CSRF_TRUSTED_ORIGINS`` entry."""
+    if "*" not in trusted:
+        return origin == trusted
+    pattern = urlsplit(trusted)
+    return scheme == pattern.scheme and is_same_domain(netloc, pattern.netloc.replace("*", ""))
+
+
+# Host and Origin are checked as Django reads its settings (origin_allowed); the SDK still
+# checks the Content-Type of each POST.
+TRANSPORT_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 class _Server:
@@ -65,7 +93,7 @@ class _Server:
         self.mcp = build_server()
         self.app = self.mcp.streamable_http_app(
             streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
-            transport_security=transport_security(),
+            transport_security=TRANSPORT_SECURITY,
             max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
         )
         self.loop = asyncio.new_event_loop()
@@ -140,6 +168,9 @@ def _method_refused(method: str) -> JsonResponse:
 
 @csrf_exempt
 def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
+    if not origin_allowed(request):
+        # The SDK's answer and text, which its clients know.
+        return HttpResponse("Invalid Origin header", status=403, content_type="text/plain")
     key = _authenticate(request)
     if isinstance(key, JsonResponse):
         return key

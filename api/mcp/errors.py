@@ -8,9 +8,9 @@ surfaces a JSON-RPC error's message at any status, and reports any other body as
 returned an error response". ``mcp_shaped`` rewrites that body, and only the body, at the
 end of the chain: the status and the headers (``Retry-After``, ``WWW-Authenticate``,
 ``Allow``) stay, and the REST code and status travel in the error's ``data``. The SDK's own
-answers pass as they are: JSON-RPC, except its transport's checks of the headers (a wrong
-Content-Type 400, a foreign Origin 403, a Host not allowed 421), which it answers in plain
-text, as every client of the SDK's servers sees them.
+answers pass as they are: JSON-RPC, except its transport's check of the Content-Type (400)
+and the endpoint's of a foreign Origin (403, the SDK's text), answered in plain text, as every
+client of the SDK's servers sees them.
 """
 
 from __future__ import annotations

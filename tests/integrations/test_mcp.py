@@ -17,12 +17,10 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from django.test import override_settings
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from api.errors import UNAVAILABLE_MESSAGE
-from api.mcp.endpoint import transport_security
 from tests.integrations.keys import bound_key, operator_tenant
 from tests.memory_commands import create, delete, insert, rename, str_replace, view
 from tests.reference_tool import reference_outcome, reference_tool
@@ -279,15 +277,32 @@ def test_dns_rebinding_is_refused(live_server) -> None:
     assert good.status_code == 200 and good.json()["result"]["isError"] is False
 
 
-@override_settings(ALLOWED_HOSTS=["memory.example.com", ".example.org", "*"],
-                   CSRF_TRUSTED_ORIGINS=["https://app.example.net"])
-def test_allowed_hosts_come_from_django_settings() -> None:
-    security = transport_security()
-    assert security.enable_dns_rebinding_protection is True
-    assert security.allowed_hosts == ["memory.example.com", "memory.example.com:*",
-                                      "example.org", "example.org:*"]
-    assert "https://app.example.net" in security.allowed_origins
-    assert "https://memory.example.com" in security.allowed_origins
+def mcp_status(url: str, key: str, **headers: str) -> int:
+    return httpx.post(url, json=CREATE_CALL, timeout=30,
+                      headers={"Authorization": f"Bearer {key}", **WIRE, **headers}).status_code
+
+
+@pytest.mark.parametrize("allowed", [[".example.org"], ["*"]])
+def test_allowed_hosts_are_read_as_django_reads_them(live_server, settings, allowed) -> None:
+    """A subdomain entry and ``*`` allow their hosts on /mcp as on the REST API (the SDK's
+    exact-name check answered them 421); a foreign page's Origin stays refused."""
+    settings.ALLOWED_HOSTS = [*allowed, "localhost"]
+    settings.CSRF_TRUSTED_ORIGINS = ["https://*.example.net"]
+    key = operator_tenant("initech")
+    url = f"{live_server.url}/mcp"
+    assert mcp_status(url, key, Host="memory.example.org") == 200
+    # Its own origin under *, an allowed host's otherwise (https, another port).
+    origin = "http" if allowed == ["*"] else "https"
+    assert mcp_status(url, key, Host="memory.example.org:8443",
+                      Origin=f"{origin}://memory.example.org:8443") == 200
+    assert mcp_status(url, key, Origin="https://app.example.net") == 200
+    assert mcp_status(url, key, Origin="http://attacker.example") == 403
+    assert mcp_status(url, key, Origin="https://app.example.net.attacker.example") == 403
+    assert mcp_status(url, key, Origin="null") == 403
+    if allowed == ["*"]:
+        assert mcp_status(url, key, Host="anything.example") == 200
+    else:
+        assert mcp_status(url, key, Host="example.com") == 400  # Django's refusal
 
 
 def test_the_rate_limit_is_the_apis(live_server, settings, fresh_rate_window) -> None:
