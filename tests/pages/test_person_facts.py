@@ -215,14 +215,26 @@ def _fact_edit_path(acme: Any, fact_id: str) -> str:
     return person_url(alice, "web:fact_edit", fact_id=fact_id)
 
 
+def _learnt_page(pages, acme, live_server,
+                 said: list[tuple[str, list[dict]]] | None = None,
+                 ) -> tuple[Api, Any, list[str]]:
+    """alice's page, opened after each session's messages (``SAID`` in s-1 by default) were
+    captured over HTTP and learnt from by the augmentation task."""
+    api = Api(live_server.url, acme.key)
+    conversations = []
+    for session, lines in said or [("s-1", messages(*SAID, minutes=0))]:
+        conversation = api.capture("alice", session, lines)["conversation_id"]
+        augment_conversation(tenant_id=acme.tenant.id, conversation_id=conversation)
+        conversations.append(conversation)
+    page: Any = pages.new()
+    page.goto(api.portal_link("alice"))
+    return api, page, conversations
+
+
 @BROWSER
 @LIVE
 def test_the_person_corrects_what_was_learnt(pages, acme, live_server) -> None:
-    api = Api(live_server.url, acme.key)
-    conversation = api.capture("alice", "s-1", messages(*SAID, minutes=0))["conversation_id"]
-    augment_conversation(tenant_id=acme.tenant.id, conversation_id=conversation)
-    page: Any = pages.new()
-    page.goto(api.portal_link("alice"))
+    api, page, _ = _learnt_page(pages, acme, live_server)
     facts = page.locator("#facts")
     expect(facts.get_by_role("heading", level=3)).to_have_text(
         ["About you", "What you like and dislike", "People and pets"])
@@ -275,11 +287,7 @@ def test_the_person_corrects_what_was_learnt(pages, acme, live_server) -> None:
 @BROWSER
 @LIVE
 def test_a_stale_fact_edit_shows_the_newer_text(pages, acme, live_server) -> None:
-    api = Api(live_server.url, acme.key)
-    conversation = api.capture("alice", "s-1", messages(*SAID, minutes=0))["conversation_id"]
-    augment_conversation(tenant_id=acme.tenant.id, conversation_id=conversation)
-    page: Any = pages.new()
-    page.goto(api.portal_link("alice"))
+    api, page, _ = _learnt_page(pages, acme, live_server)
     _kept_page(page)
     lisbon = page.locator("#facts .fact", has_text="User lives in Lisbon")
     lisbon_id = lisbon.get_attribute("id")
@@ -310,11 +318,7 @@ def test_a_stale_fact_edit_shows_the_newer_text(pages, acme, live_server) -> Non
 def test_a_fact_being_edited_survives_another_fact_changing(pages, acme, live_server) -> None:
     """Marking one fact no longer true, or deleting one, refreshes the whole section: a fact
     the person is correcting meanwhile stays open with what they typed."""
-    api = Api(live_server.url, acme.key)
-    conversation = api.capture("alice", "s-1", messages(*SAID, minutes=0))["conversation_id"]
-    augment_conversation(tenant_id=acme.tenant.id, conversation_id=conversation)
-    page: Any = pages.new()
-    page.goto(api.portal_link("alice"))
+    api, page, _ = _learnt_page(pages, acme, live_server)
     facts = page.locator("#facts")
     lisbon_id = facts.locator(".fact", has_text="User lives in Lisbon").get_attribute("id")
     lisbon = page.locator(f"#{lisbon_id}")
@@ -343,13 +347,9 @@ def test_deleting_a_conversation_takes_what_was_learnt_only_from_it_off_the_page
     """The spec's DELETE of a conversation also removes what augmentation took only from it:
     the page's facts follow at once, not only after a reload; a fact being corrected in
     another conversation's facts stays open with what the person typed."""
-    api = Api(live_server.url, acme.key)
-    first = api.capture("alice", "s-1", messages(*SAID, minutes=0))["conversation_id"]
-    augment_conversation(tenant_id=acme.tenant.id, conversation_id=first)
-    later = api.capture("alice", "s-2", messages("I work at Acme.", minutes=60))["conversation_id"]
-    augment_conversation(tenant_id=acme.tenant.id, conversation_id=later)
-    page: Any = pages.new()
-    page.goto(api.portal_link("alice"))
+    api, page, (first, _) = _learnt_page(pages, acme, live_server,
+                                         [("s-1", messages(*SAID, minutes=0)),
+                                          ("s-2", messages("I work at Acme.", minutes=60))])
     facts = page.locator("#facts")
     acme_id = facts.locator(".fact", has_text="Acme").get_attribute("id")
     work = page.locator(f"#{acme_id}")
