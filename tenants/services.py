@@ -107,11 +107,16 @@ def api_key_create(
     return CreatedKey(key, f"{KEY_PREFIX}{tenant.id}_{lookup_id}_{secret}")
 
 
-def api_key_revoke(*, tenant: Tenant, key: ApiKey, actor: str) -> None:
+def api_key_revoke(*, tenant: Tenant, key: ApiKey, actor: str) -> bool:
+    """Revoke ``key``: False, changing and auditing nothing, when it already was. The test is
+    the UPDATE's own, so two admins revoking at once leave one audit entry and the first time."""
     with tenant_context(tenant.id):
-        key.revoked_at = timezone.now()
-        key.save(update_fields=["revoked_at"])
+        now = timezone.now()
+        if not ApiKey.objects.filter(pk=key.pk, revoked_at=None).update(revoked_at=now):
+            return False
+        key.revoked_at = now
         audit_record(tenant=tenant, actor=actor, action="api_key.revoked", target=key.masked)
+        return True
 
 
 def audit_record(*, tenant: Tenant, actor: str, action: str, target: str = "",
@@ -333,11 +338,18 @@ def invitation_accept(*, invitation: Invitation, user: User) -> Membership:
         return membership_set(tenant=tenant, user=user, role=locked.role, actor=user.email)
 
 
-def invitation_revoke(*, tenant: Tenant, invitation: Invitation, actor: str) -> None:
-    invitation.revoked_at = timezone.now()
-    invitation.save(update_fields=["revoked_at"])
+@transaction.atomic
+def invitation_revoke(*, tenant: Tenant, invitation: Invitation, actor: str) -> bool:
+    """Cancel ``invitation``: False, changing and auditing nothing, when it was already
+    cancelled or accepted meanwhile (as ``api_key_revoke``)."""
+    now = timezone.now()
+    if not Invitation.objects.filter(pk=invitation.pk, revoked_at=None,
+                                     accepted_at=None).update(revoked_at=now):
+        return False
+    invitation.revoked_at = now
     audit_record(tenant=tenant, actor=actor, action="member.invitation_revoked",
                  target=invitation.email)
+    return True
 
 
 def _other_owners(membership: Membership) -> bool:

@@ -77,6 +77,5 @@ class ApiKeyView(TenantAPIView):
         key = ApiKey.objects.filter(pk=key_id).first()
         if key is None:  # another tenant's key id looks exactly like a missing one
             raise ApiError(404, "not_found", "No API key with this id.")
-        if key.revoked_at is None:
-            api_key_revoke(tenant=self.tenant, key=key, actor=self.principal.actor_label)
+        api_key_revoke(tenant=self.tenant, key=key, actor=self.principal.actor_label)
         return Response(status=204)

@@ -18,7 +18,8 @@ from memoryhub.models import EndUser, Profile
 from memoryhub.services.events import pressure_event
 from memoryhub.web.selectors import LIST_PAGE, PEOPLE_PAGE
 from tenants.context import tenant_context
-from tenants.models import AuditEntry, Invitation, Membership, Role
+from tenants.models import ApiKey, AuditEntry, Invitation, Membership, Role
+from tenants.services import api_key_create, api_key_revoke, invitation_revoke
 from tests.pages.conftest import account, signed_in, write
 
 SETTINGS = {
@@ -476,3 +477,27 @@ def test_the_people_pager_works_after_minting_a_key_or_a_link(acme, acme_team) -
         following = client.get(urljoin(url, href))
         assert following.status_code == 200, action
         assert "Page 2 of 2" in following.content.decode(), action
+
+
+def test_concurrent_revocations_leave_one_audit_entry_and_the_first_time(acme, acme_team) -> None:
+    """Two admins who both loaded the key (or the invitation) before either revoked it: the
+    second revocation changes nothing. It used to write a second audit entry and move
+    ``revoked_at``, as each view's own check had seen the row still working."""
+    created = api_key_create(tenant=acme.tenant, name="bot", permissions=["memory"])
+    with tenant_context(acme.tenant.pk):
+        first_view, second_view = (ApiKey.objects.get(pk=created.api_key.pk) for _ in range(2))
+    assert api_key_revoke(tenant=acme.tenant, key=first_view, actor="one@x.test") is True
+    assert api_key_revoke(tenant=acme.tenant, key=second_view, actor="two@x.test") is False
+    with tenant_context(acme.tenant.pk):
+        assert ApiKey.objects.get(pk=created.api_key.pk).revoked_at == first_view.revoked_at
+    assert [e.actor for e in _audit(acme.tenant, "api_key.revoked")] == ["one@x.test"]
+    assert acme.client.delete(f"/api/v1/keys/{created.api_key.pk}").status_code == 204
+    assert len(_audit(acme.tenant, "api_key.revoked")) == 1
+
+    signed_in(acme_team.admin).post("/t/acme/members", {"email": "new@x.test", "role": "member"})
+    with tenant_context(acme.tenant.pk):
+        first_view, second_view = (Invitation.objects.get(email="new@x.test") for _ in range(2))
+        assert invitation_revoke(tenant=acme.tenant, invitation=first_view, actor="one") is True
+        assert invitation_revoke(tenant=acme.tenant, invitation=second_view, actor="two") is False
+        assert Invitation.objects.get(pk=first_view.pk).revoked_at == first_view.revoked_at
+    assert [e.actor for e in _audit(acme.tenant, "member.invitation_revoked")] == ["one"]

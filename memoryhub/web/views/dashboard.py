@@ -234,11 +234,10 @@ def api_key_revoke_view(request: HtmxHttpRequest, access: TenantAccess, pk: int)
     key = ApiKey.objects.filter(pk=pk).first()
     if key is None:
         raise Http404("No such key")
-    if key.revoked_at is not None:  # a second click, or another admin first: as the API's 204
+    if api_key_revoke(tenant=access.tenant, key=key, actor=actor_label(request)):
+        messages.success(request, f"Revoked {key.name}: it stops working at once.")
+    else:  # a second click, or another admin first: as the API's 204
         messages.info(request, f"{key.name} was already revoked.")
-        return _back_to_page(request, access, "keys")
-    api_key_revoke(tenant=access.tenant, key=key, actor=actor_label(request))
-    messages.success(request, f"Revoked {key.name}: it stops working at once.")
     return _back_to_page(request, access, "keys")
 
 
@@ -348,15 +347,15 @@ def invitation_revoke_view(request: HtmxHttpRequest, access: TenantAccess,
     invitation = Invitation.objects.filter(pk=pk).first()
     if invitation is None:
         raise Http404("No such invitation")
-    # A second click, or another admin or the invitee first: say so instead of "Not found".
-    if invitation.revoked_at is not None:
-        messages.info(request, f"The invitation of {invitation.email} was already cancelled.")
+    if invitation_revoke(tenant=access.tenant, invitation=invitation, actor=actor_label(request)):
+        messages.success(request, f"Cancelled the invitation of {invitation.email}.")
         return _back(access, "members")
+    # A second click, or another admin or the invitee first: say so instead of "Not found".
+    invitation.refresh_from_db(fields=["accepted_at"])
     if invitation.accepted_at is not None:
         messages.error(request, f"{invitation.email} has already accepted the invitation.")
-        return _back(access, "members")
-    invitation_revoke(tenant=access.tenant, invitation=invitation, actor=actor_label(request))
-    messages.success(request, f"Cancelled the invitation of {invitation.email}.")
+    else:
+        messages.info(request, f"The invitation of {invitation.email} was already cancelled.")
     return _back(access, "members")
 
 
