@@ -99,7 +99,10 @@ def created_between(body: Mapping[str, object]) -> tuple[datetime | None, dateti
     until = None
     if end is not None:
         moment, whole_day = end
-        until = moment + (timedelta(days=1) if whole_day else timedelta(microseconds=1))
+        try:
+            until = moment + (timedelta(days=1) if whole_day else timedelta(microseconds=1))
+        except OverflowError:  # the end of 9999-12-31: nothing is later, so no bound
+            until = None
     return since, until
 
 

@@ -397,6 +397,16 @@ def test_get_all_keeps_to_start_date_and_end_date(live_server) -> None:
         client.get_all(filters=alice, start_date="last week")
 
 
+def test_get_all_to_the_last_day_there_is(live_server) -> None:
+    """An end_date of 9999-12-31 (the last day a date names: "no end") keeps every memory; its
+    day's end overflowed Python's dates, and get_all answered 500."""
+    client = mem0(live_server, operator_tenant("initech"))
+    added = client.add("I am vegetarian.", user_id="alice", infer=False)["results"]
+    for end in ("9999-12-31", "9999-12-31T23:59:59.999999Z"):
+        page = client.get_all(filters={"user_id": "alice"}, start_date="0001-01-01", end_date=end)
+        assert [m["id"] for m in page["results"]] == [added[0]["id"]]
+
+
 def test_errors_have_mem0s_shape_and_the_rest_apis_status(live_server) -> None:
     key = operator_tenant("initech")
     with pytest.raises(ValueError, match="Error: Unknown API key."):
