@@ -111,19 +111,26 @@ def _moment_of(body: Mapping[str, object], name: str) -> tuple[datetime, bool] |
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            return datetime.combine(date.fromisoformat(value), datetime.min.time(), UTC), True
-        except ValueError:
-            pass
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            pass
-        else:
-            return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)), False
+    found = _iso_moment(value) if isinstance(value, str) else None
+    if found is not None:
+        return found
     raise _invalid(f"{name}: an ISO 8601 date or time, such as 2026-11-06 or "
                    f"2026-11-06T17:02:11Z.")
+
+
+def _iso_moment(value: str) -> tuple[datetime, bool] | None:
+    """An ISO 8601 date (its midnight, UTC) or time (UTC without an offset), in UTC, and
+    whether it was a date alone; None when it is neither, or out of datetime's range in UTC."""
+    try:
+        return datetime.combine(date.fromisoformat(value), datetime.min.time(), UTC), True
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value)
+        # In UTC, as stored: a time whose offset takes it past year 1 or 9999 is none.
+        return (moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)), False
+    except (ValueError, OverflowError):
+        return None
 
 
 def person_of(body: object) -> object:
@@ -136,9 +143,28 @@ def person_of(body: object) -> object:
         return None
 
 
-def moment(timestamp: float | None) -> datetime | None:
-    """mem0's ``timestamp`` (Unix seconds) as a time."""
-    return None if timestamp is None else datetime.fromtimestamp(timestamp, UTC)
+class TimestampField(serializers.Field):
+    """mem0's ``timestamp``, when a memory was stated, as a time: Unix seconds (a number), or
+    an ISO 8601 string, which mem0's update documents and its client types
+    (``Union[int, float, str]``). A date alone is its midnight, a time without an offset
+    UTC, as ``get_all``'s dates; anything else is 400."""
+
+    default_error_messages = {"invalid": "Must be a Unix time in seconds or an ISO 8601 date "
+                                         "or time, such as 2026-11-06T17:02:11Z."}
+
+    def to_internal_value(self, data: Any) -> datetime:
+        if isinstance(data, int | float) and not isinstance(data, bool):
+            if not 0 <= data <= MAX_TIMESTAMP:  # also NaN
+                self.fail("invalid")
+            return datetime.fromtimestamp(data, UTC)
+        if isinstance(data, str):
+            found = _iso_moment(data)
+            if found is not None:
+                return found[0]
+        self.fail("invalid")
+
+    def to_representation(self, value: datetime) -> str:
+        return value.isoformat()
 
 
 class AddInput(serializers.Serializer):
@@ -148,8 +174,7 @@ class AddInput(serializers.Serializer):
     messages = serializers.JSONField()
     metadata = serializers.JSONField(required=False, allow_null=True)
     infer = StrictBooleanField(default=True)
-    timestamp = StrictFloatField(required=False, allow_null=True, min_value=0,
-                                 max_value=MAX_TIMESTAMP)
+    timestamp = TimestampField(required=False, allow_null=True)
 
 
 class SearchInput(serializers.Serializer):
@@ -167,13 +192,12 @@ class SearchInput(serializers.Serializer):
 
 class UpdateInput(serializers.Serializer):
     """``PUT v1/memories/{id}/``: ``text`` is the memory's new content, ``timestamp`` (Unix
-    seconds) when it was stated, as in an add. ``expiration_date`` has no counterpart and is
-    ignored."""
+    seconds or ISO 8601) when it was stated, as in an add. ``expiration_date`` has no
+    counterpart and is ignored."""
 
     text = StrictStringField(required=False, raw_text=True)
     metadata = serializers.JSONField(required=False, allow_null=True)
-    timestamp = StrictFloatField(required=False, allow_null=True, min_value=0,
-                                 max_value=MAX_TIMESTAMP)
+    timestamp = TimestampField(required=False, allow_null=True)
 
 
 class BatchItem(UpdateInput):
@@ -192,5 +216,5 @@ def update_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     if "metadata" in data:
         fields["metadata"] = data["metadata"]
     if data.get("timestamp") is not None:
-        fields["valid_at"] = moment(data["timestamp"])
+        fields["valid_at"] = data["timestamp"]
     return fields

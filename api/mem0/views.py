@@ -49,7 +49,6 @@ from api.mem0.serializers import (
     SearchInput,
     UpdateInput,
     created_between,
-    moment,
     named_entities,
     read_entities,
     update_fields,
@@ -110,7 +109,7 @@ class AddView(Mem0View):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         user_id = self.person()
-        at = moment(data.get("timestamp"))
+        at = data.get("timestamp")
         metadata = metadata_checked(data.get("metadata"), "metadata")
         messages = messages_checked(
             _as_captured(data["messages"], metadata, at.isoformat() if at else None),

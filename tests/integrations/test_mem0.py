@@ -19,7 +19,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from mem0 import AsyncMemoryClient, MemoryClient
-from mem0.client.types import DeleteAllMemoryOptions, SearchMemoryOptions
+from mem0.client.types import DeleteAllMemoryOptions, SearchMemoryOptions, UpdateMemoryOptions
 from mem0.exceptions import (
     AuthenticationError,
     MemoryNotFoundError,
@@ -235,6 +235,34 @@ def test_what_the_rest_api_shows_of_mem0s_writes(live_server) -> None:
             client.add("I like tea.", user_id="quiet", infer=False)
         assert client.add("I like tea.", user_id="quiet")["results"] == []  # captured nothing
         assert api.get("/users/quiet").json()["messages"] == 0
+
+
+def test_timestamp_may_be_an_iso_8601_string(live_server) -> None:
+    """mem0 documents an update's ``timestamp`` as Unix seconds or an ISO 8601 string, and its
+    client types it so; a string was 400 "Must be a number". Either is when the memory was
+    stated (``valid_at``), in update, batch_update and add alike; a date alone is its
+    midnight, a time without an offset UTC; anything else is still 400."""
+    key = operator_tenant("initech")
+    client = mem0(live_server, key)
+    [added] = client.add("I live in Porto.", user_id="alice", infer=False,
+                         timestamp="2026-01-01")["results"]
+    with rest(live_server, key) as api:
+        def valid_at() -> str:
+            return api.get(f"/users/alice/facts/{added['id']}").json()["valid_at"]
+
+        assert valid_at() == "2026-01-01T00:00:00Z"
+        client.update(added["id"], timestamp="2026-03-01T10:30:00+02:00")
+        assert valid_at() == "2026-03-01T08:30:00Z"
+        client.update(added["id"], UpdateMemoryOptions(timestamp="2026-04-01T12:00:00"))
+        assert valid_at() == "2026-04-01T12:00:00Z"
+        client.batch_update([{"memory_id": added["id"], "timestamp": "2026-05-01T00:00:00Z"}])
+        assert valid_at() == "2026-05-01T00:00:00Z"
+        client.update(added["id"], timestamp=1772323200.5)  # Unix seconds, as before
+        assert valid_at() == "2026-03-01T00:00:00.500000Z"
+    for wrong in ("last week", "9999-12-31T23:59:59-01:00", -1, True):
+        with pytest.raises(ValidationError, match="timestamp: Must be a Unix time in seconds "
+                                                  "or an ISO 8601 date or time"):
+            client.update(added["id"], timestamp=wrong)
 
 
 def people(slug: str, count: int) -> None:
