@@ -20,7 +20,9 @@ urlpatterns = [
     path("mcp", mcp_endpoint, name="mcp"),
     path("mcp/", mcp_endpoint, name="mcp"),  # the same server (api.middleware.is_mcp)
     # mem0's platform API for mem0ai's MemoryClient (api/mem0), then a JSON 404 in mem0's shape.
-    path("mem0/", include("api.mem0.urls")),
+    # "/mem0//v1/ping/" too: AsyncMemoryClient pings f"{host}/v1/ping/", so a host given with
+    # its trailing slash ("https://memory.example.com/mem0/") doubles it.
+    re_path(r"^mem0/+", include("api.mem0.urls")),
     re_path(r"^mem0/(?P<rest>(?s:.*))$", mem0_not_found),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

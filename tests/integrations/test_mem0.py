@@ -182,6 +182,23 @@ def test_the_async_client_round_trip(live_server) -> None:
     assert [e["name"] for e in out["left"]["results"]] == ["bob"]
 
 
+def test_a_host_with_its_trailing_slash_works_for_both_clients(live_server) -> None:
+    """AsyncMemoryClient pings f"{host}/v1/ping/" (the sync client and the async one's other
+    calls join the paths as httpx does), so host=".../mem0/" sent "/mem0//v1/ping/": a 404,
+    and the client's constructor raised ValueError."""
+    key = operator_tenant("initech")
+    host = f"{live_server.url}/mem0/"
+    assert MemoryClient(api_key=key, host=host).org_id == "initech"
+
+    async def work() -> tuple[Any, Any]:
+        async with AsyncMemoryClient(api_key=key, host=host) as client:
+            added = await client.add("I love jazz.", user_id="alice", infer=False)
+            return client.org_id, await client.get(added["results"][0]["id"])
+
+    org, memory = asyncio.run(work())
+    assert (org, memory["memory"]) == ("initech", "I love jazz.")
+
+
 def test_infer_captures_and_augmentation_learns(live_server, eager_tasks) -> None:
     """``infer: true`` (the default): the messages are captured into a conversation of the
     session ``run_id`` (else ``mem0``), and augmentation (here inline, on commit) learns."""
