@@ -40,6 +40,7 @@ from memoryhub.numbers import parse_natural
 from memoryhub.selectors.recall import DEFAULT_SOURCES as DEFAULT_RECALL_SOURCES
 from memoryhub.selectors.recall import SOURCES as RECALL_SOURCES
 from memoryhub.services.conversations import MAX_MESSAGES_PER_REQUEST
+from memoryhub.services.documents import DESCRIPTION_MAX_CHARS
 from memoryhub.services.facts import FactInput
 from memoryhub.services.metadata import MAX_METADATA_BYTES
 from memoryhub.services.webhooks import EVENT_TYPES, MIN_SECRET_LENGTH
@@ -210,7 +211,8 @@ def one_line_pattern(*, blank: bool = True) -> str:
     character of the categories it refuses (controls, tab included; line and paragraph
     separators), read from ``unicodedata`` as that check reads them. Its fourth category,
     unpaired surrogates, has no class in an ECMAScript pattern (which sees a valid pair as
-    two surrogates); DRF refuses them with 400. Unless ``blank``, one character is not
+    two surrogates); the check refuses them in a description (422 not_text), DRF in a
+    tenant's name (400). Unless ``blank``, one character is not
     whitespace either (a tenant's name: ``text_pattern``'s rule too)."""
     refused = [point for point in range(0x10000)
                if unicodedata.category(chr(point)) in NOT_ONE_LINE - {"Cs"}]
@@ -329,19 +331,18 @@ class DocumentWriteSerializer(FlatSerializer):
     create: empty and 1.0)."""
 
     content = StrictStringField(raw_text=True)
+    # The one-line rule and the 200 characters are a document's rules (the contract's
+    # "Memory documents"): the service's description_check applies them, with 422 not_text
+    # whatever breaks them, as for the memory tool; the schema states them.
     description = StrictStringField(
-        required=False, allow_null=True, max_length=200,
-        openapi={"pattern": one_line_pattern()},  # validate_description, description_check
+        required=False, allow_null=True, raw_text=True,
+        openapi={"pattern": one_line_pattern(), "maxLength": DESCRIPTION_MAX_CHARS},
         help_text="one line, at most 200 characters; null or empty: no description",
     )
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
 
     def validate_description(self, value: str | None) -> str:
-        if value is None:
-            return ""
-        if "\n" in value or "\r" in value:
-            raise serializers.ValidationError("description must be one line.")
-        return value
+        return "" if value is None else value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         reject_unknown_fields(self)

@@ -232,8 +232,8 @@ def test_a_document_cannot_sit_under_another_document(acme, globex) -> None:
 
 
 @pytest.mark.parametrize("body", [
-    {}, {"content": 5}, {"content": None}, {"content": "x", "description": "two\nlines"},
-    {"content": "x", "description": "d" * 201}, {"content": "x", "confidence": 1.5},
+    {}, {"content": 5}, {"content": None}, {"content": "x", "description": 5},
+    {"content": "x", "confidence": 1.5},
     {"content": "x", "confidence": "high"}, {"content": "x", "confidence": True},
     {"content": "x", "descripton": "typo"}, ["content"],
 ])
@@ -241,6 +241,26 @@ def test_malformed_bodies_are_400(acme, globex, body) -> None:
     response = acme.client.put(doc_url("alice", "global/a.md"), body, format="json")
     assert response.status_code == 400, response.content
     assert response.json()["error"]["code"] == "invalid_request"
+
+
+@pytest.mark.parametrize("description", [
+    "two\nlines", "carriage\rreturn", "tab\there", "d" * 201, "\U0001f600" * 201, "nul\x00",
+])
+def test_a_description_that_breaks_the_one_line_rule_is_422_not_text(acme, globex,
+                                                                     description) -> None:
+    """A document's description is one line of at most 200 characters (the contract's
+    "Memory documents"); breaking it is a content rule broken: 422 ``not_text``, whichever
+    character or length breaks it, as the memory tool refuses it. A newline or a 201st
+    character was 400 ``invalid_request`` (the serializer's check), a tab 422."""
+    url = doc_url("alice", "global/a.md")
+    response = acme.client.put(url, {"content": "x", "description": description},
+                               format="json")
+    assert response.status_code == 422, response.content
+    assert response.json()["error"]["code"] == "not_text"
+    assert acme.client.get(url).status_code == 404
+    fits = acme.client.put(url, {"content": "x", "description": "\U0001f600" * 200},
+                           format="json")
+    assert (fits.status_code, fits.json()["description"]) == (201, "\U0001f600" * 200)
 
 
 def test_invalid_identifiers_in_the_url_are_400(acme, globex) -> None:
