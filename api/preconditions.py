@@ -14,13 +14,21 @@ from memoryhub.models import Fact, MemoryDocument
 from memoryhub.numbers import parse_natural
 
 
-def parse_entity_tags(header: str) -> set[int] | None:
-    """``"3", W/"4"`` -> {3, 4}; ``*`` -> None (any version). Tags not of ours match nothing."""
+def parse_entity_tags(header: str, *, strong: bool = False) -> set[int] | None:
+    """``"3", W/"4"`` -> {3, 4}; ``*`` -> None (any version). Tags not of ours match nothing.
+
+    ``strong``: RFC 9110's strong comparison, which If-Match uses (13.1.1): a weak tag
+    (``W/"4"``) matches nothing there. If-None-Match compares weakly (13.1.2).
+    """
     if header.strip() == "*":
         return None
     versions = set()
     for tag in header.split(","):
-        tag = tag.strip().removeprefix("W/")
+        tag = tag.strip()
+        if tag.startswith("W/"):
+            if strong:
+                continue
+            tag = tag[2:]
         version = parse_natural(tag[1:-1]) if len(tag) >= 3 and tag[0] == tag[-1] == '"' else None
         if version is not None:
             versions.add(version)

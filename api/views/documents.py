@@ -8,8 +8,9 @@ URL wrote it. A path must name a document: the root and a trailing ``/`` are
 ``invalid_path`` (422), like every path the contract refuses.
 
 Versions are entity tags: ``ETag: "<version>"``. ``If-Match`` (one or more tags, or ``*``)
-makes PUT and DELETE conditional (412 otherwise); ``If-None-Match: *`` makes PUT create-only;
-``If-None-Match: "<version>"`` on GET answers 304 when that version is still current.
+makes PUT and DELETE conditional (412 otherwise; compared strongly, so a weak ``W/`` tag
+matches nothing); ``If-None-Match: *`` makes PUT create-only; ``If-None-Match: "<version>"``
+on GET answers 304 when that version is still current.
 """
 
 from __future__ import annotations
@@ -292,7 +293,7 @@ class DocumentView(TenantAPIView):
         if header is None:
             return None
         document = document or self.find(target)
-        versions = parse_entity_tags(header)
+        versions = parse_entity_tags(header, strong=True)  # If-Match compares strongly
         if document is None or (versions is not None and document.version not in versions):
             raise precondition_failed("If-Match: the document is not at that version.")
         return document.version

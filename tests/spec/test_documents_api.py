@@ -84,6 +84,20 @@ def test_if_match_replaces_or_deletes_only_that_version(acme, globex) -> None:
     assert_error(acme.client.delete(url("global/a.md")), 404)
 
 
+def test_if_match_compares_strongly_a_weak_tag_matches_nothing(acme, globex) -> None:
+    """``If-Match: "<version>"`` replaces only that version, else 412; ``W/"<version>"`` is not
+    that tag: If-Match uses the strong comparison (RFC 9110, 13.1.1), and the weak tag was
+    read as the version it names. If-None-Match on GET still compares weakly."""
+    put_document(acme, "global/a.md", "v1")
+    assert_error(put_document(acme, "global/a.md", "x", headers={"If-Match": 'W/"1"'}), 412)
+    assert_error(acme.client.delete(url("global/a.md"), headers={"If-Match": 'W/"1"'}), 412)
+    body = acme.client.get(url("global/a.md")).json()
+    assert (body["content"], body["version"]) == ("v1", 1)
+    assert put_document(acme, "global/a.md", "v2",
+                        headers={"If-Match": 'W/"1", "1"'}).status_code == 200
+    assert acme.client.get(url("global/a.md"), headers={"If-None-Match": 'W/"2"'}).status_code == 304
+
+
 def test_if_none_match_star_creates_only(acme, globex) -> None:
     first = put_document(acme, "global/a.md", "first", headers={"If-None-Match": "*"})
     assert first.status_code in (200, 201) and first.json()["version"] == 1
