@@ -290,12 +290,14 @@ def check_view_range(view_range: object) -> tuple[int, int] | None:
     """Turn the model's ``view_range`` into what ``file_view`` uses, or raise ``ToolError``.
 
     Mirrors the reference, which applies a range only when it is truthy and has two items and
-    otherwise shows the whole file: ``None``, ``[]`` or a list of another length give ``None``.
-    Two integers are returned unchecked (out-of-range values slice like the reference does).
-    Anything else (strings, floats, booleans, an object) would make the reference raise a bare
-    ``TypeError``; we answer with ``view_range_invalid`` instead.
+    otherwise shows the whole file: ``None``, every other falsy value (``[]``, ``0``,
+    ``false``, ``""``, ``{}``) or a list of another length give ``None``. Two integers are
+    returned unchecked (out-of-range values slice like the reference does). Anything else
+    (a string, a number, an object, a pair holding floats, booleans or strings) makes the
+    reference raise a bare ``TypeError`` or read a boolean as a line; we answer with
+    ``view_range_invalid`` instead.
     """
-    if view_range is None:
+    if not view_range:  # the reference's own test: `if command.view_range and ...`
         return None
     if not isinstance(view_range, list | tuple):
         raise ToolError(view_range_invalid(view_range))

@@ -76,6 +76,13 @@ SCRIPTS = {
         view("/memories/f.md", [3, 2]), view("/memories/f.md", [2, 99]), view("/memories/nope"),
         view("/memories/f.md/child"), create("/memories/empty.md", ""), view("/memories/empty.md"),
     ],
+    # The reference applies view_range only when it is truthy: a falsy one shows the whole
+    # file (it was this service's "view_range must be a list" error).
+    "falsy view_range": [
+        create("/memories/f.md", "one\ntwo\n"),
+        *({"command": "view", "path": "/memories/f.md", "view_range": falsy}
+          for falsy in (0, False, "", {}, [], None)),
+    ],
     "edits": [
         create("/memories/e.md", "a\nb\nc\nd\ne\nf\ng"), str_replace("/memories/e.md", "d", "D\nD2"),
         str_replace("/memories/e.md", "\n", "-"), str_replace("/memories/e.md", "zz", "y"),

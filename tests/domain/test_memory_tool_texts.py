@@ -475,7 +475,7 @@ class TestTruncatedView:
 
 
 class TestViewRangeChecks:
-    @pytest.mark.parametrize("value", [None, [], [1], [1, 2, 3], (1, 2, 3)])
+    @pytest.mark.parametrize("value", [None, [], [1], [1, 2, 3], (1, 2, 3), 0, False, "", {}])
     def test_ignored_like_the_reference(self, value: object) -> None:
         assert check_view_range(value) is None
 
