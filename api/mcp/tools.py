@@ -104,9 +104,9 @@ class ArgumentsAsSent(Tool):
     """A tool that gets its arguments as the client sent them, the JSON object itself.
 
     The SDK would first read them into a pydantic model of the input schema. Lax, that model
-    ran commands the REST tool refuses (``insert_line: "1"`` or ``true`` as line 1, a string
-    ``view_range``), answered a null where the REST tool takes it as absent, or a number where
-    text belongs, with its own validation dump instead of the REST tool's text, and dropped
+    ran commands the REST tool refuses (a string ``view_range``), answered a null where the
+    REST tool takes it as absent, or a number where text belongs, with its own validation
+    dump instead of the REST tool's text, and dropped
     the arguments the REST tool also takes (``append``'s ``text``, ``create``'s
     ``description``). The tool applies the REST rules itself, so its text and ``isError``
     are the REST tool's for any input; the schema stays what the model reads."""

@@ -17,6 +17,12 @@ Decisions where the contract is silent: ``append`` to a missing document answers
 ``insert`` (does not exist) rather than creating it; ``turn_id`` follows the session_id rules
 (1-128 characters of ``A-Z a-z 0-9 . _ @ : + | -``); an empty string for a context field
 means it is absent, as in the query strings.
+
+The arguments are read as the reference reads them (``reference_input``): its ``call`` validates
+the input against the SDK's pydantic model of the command, lax, and runs the command with the
+coerced values when that succeeds (``insert_line: "2"`` or ``2.0`` is line 2, ``view_range:
+["1", "3"]`` is ``[1, 3]``, ``true`` is 1), with the input as sent otherwise; only what
+it could not run is this service's own error.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.db import transaction
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memoryhub.errors import InvalidScope, MemoryRefusal, ToolError, echo
 from memoryhub.identifiers import (
@@ -158,8 +165,72 @@ def _run(
     writer = Writer(tenant=tenant, actor=ACTOR, turn_id=context.turn_id,
                     session_id=context.session_id)
     call = Call(writer=writer, user_id=user_id, end_user=end_user, context=context,
-                command=command, payload=payload)
+                command=command, payload=reference_input(command, payload))
     return _HANDLERS[command](call)
+
+
+class _ReferenceInput(BaseModel):
+    """The arguments of one command as the SDK's models declare them (``anthropic.types.beta.
+    BetaMemoryTool20250818*Command``): pydantic, lax, other keys allowed."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _ViewInput(_ReferenceInput):
+    path: str
+    view_range: list[int] | None = None
+
+
+class _CreateInput(_ReferenceInput):
+    path: str
+    file_text: str
+
+
+class _StrReplaceInput(_ReferenceInput):
+    path: str
+    old_str: str
+    new_str: str
+
+
+class _InsertInput(_ReferenceInput):
+    path: str
+    insert_line: int
+    insert_text: str
+
+
+class _DeleteInput(_ReferenceInput):
+    path: str
+
+
+class _RenameInput(_ReferenceInput):
+    old_path: str
+    new_path: str
+
+
+_REFERENCE_INPUTS: dict[str, type[_ReferenceInput]] = {
+    "view": _ViewInput, "create": _CreateInput, "str_replace": _StrReplaceInput,
+    "replace": _StrReplaceInput, "insert": _InsertInput, "delete": _DeleteInput,
+    "rename": _RenameInput,
+}
+
+
+def reference_input(command: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``payload`` with the command's arguments as the reference's ``call`` reads them.
+
+    The reference (``construct_type_unchecked``) first validates the input against its model,
+    lax: a valid input runs with the coerced values (``"2"``, ``2.0`` or ``true`` for an
+    integer, each item of ``view_range`` alike); an input that fails anywhere runs as sent,
+    which this service's own checks then answer. Arguments not sent stay absent.
+    """
+    model = _REFERENCE_INPUTS.get(command)
+    if model is None:  # append: this service's own command
+        return payload
+    try:
+        parsed = model.model_validate(dict(payload))
+    except ValidationError:
+        return payload
+    coerced = {name: getattr(parsed, name) for name in model.model_fields if name in payload}
+    return {**payload, **coerced}
 
 
 def command_writes(payload: object) -> bool:

@@ -293,9 +293,10 @@ def check_view_range(view_range: object) -> tuple[int, int] | None:
     otherwise shows the whole file: ``None``, every other falsy value (``[]``, ``0``,
     ``false``, ``""``, ``{}``) or a list of another length give ``None``. Two integers are
     returned unchecked (out-of-range values slice like the reference does). Anything else
-    (a string, a number, an object, a pair holding floats, booleans or strings) makes the
-    reference raise a bare ``TypeError`` or read a boolean as a line; we answer with
-    ``view_range_invalid`` instead.
+    (a string, a number, an object, a pair of non-integers) is answered with
+    ``view_range_invalid``. What the reference's lax input model turns into integers (``"2"``,
+    ``2.0``, ``true``) is turned so before this check (``commands.reference_input``); what it
+    cannot turn makes the reference raise a bare ``TypeError``.
     """
     if not view_range:  # the reference's own test: `if command.view_range and ...`
         return None

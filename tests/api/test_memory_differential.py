@@ -83,6 +83,26 @@ SCRIPTS = {
         *({"command": "view", "path": "/memories/f.md", "view_range": falsy}
           for falsy in (0, False, "", {}, [], None)),
     ],
+    # The reference's call reads its input into the SDK's pydantic model, lax, and runs the
+    # coerced values when that succeeds: "2", 2.0, true or " 3 " as a line number, each item
+    # of view_range alike (they were this service's "must be a line number" errors); an
+    # input that fails anywhere runs as sent (here, a crash and our own error).
+    "arguments the reference coerces": [
+        create("/memories/c.md", "one\ntwo\nthree\n"),
+        {**insert("/memories/c.md", 0, "A"), "insert_line": "2"},
+        {**insert("/memories/c.md", 0, "B"), "insert_line": 1.0},
+        {**insert("/memories/c.md", 0, "C"), "insert_line": True},
+        {**insert("/memories/c.md", 0, "D"), "insert_line": " 3 "},
+        {**insert("/memories/c.md", 0, "E"), "insert_line": "+1"},
+        {**insert("/memories/c.md", 0, 5), "insert_line": "2"},
+        {**insert("/memories/c.md", 0, "F"), "insert_line": "2.5"},
+        {**insert("/memories/c.md", 0, "G"), "insert_line": "99"},
+        {"command": "view", "path": "/memories/c.md", "view_range": ["2", "3"]},
+        {"command": "view", "path": "/memories/c.md", "view_range": [True, 2.0]},
+        {"command": "view", "path": "/memories/c.md", "view_range": [1.5, 2]},
+        {"command": "view", "path": "/memories/c.md", "view_range": ["2", "-1"]},
+        view("/memories/c.md"),
+    ],
     "edits": [
         create("/memories/e.md", "a\nb\nc\nd\ne\nf\ng"), str_replace("/memories/e.md", "d", "D\nD2"),
         str_replace("/memories/e.md", "\n", "-"), str_replace("/memories/e.md", "zz", "y"),

@@ -60,7 +60,7 @@ class TestCommands:
             "Here's the content of /memories/a.md with line numbers:\n     2\ttwo\n     3\tthree")
         assert err(acme, command="view", path="/memories/none.md") == (
             "The path /memories/none.md does not exist. Please provide a valid path.")
-        assert err(acme, command="view", path="/memories/a.md", view_range=["1", 2]).startswith(
+        assert err(acme, command="view", path="/memories/a.md", view_range=["one", 2]).startswith(
             "Error: view_range must be a list of two integers")
 
     def test_paths_without_the_prefix_name_the_same_document(self, acme) -> None:
@@ -228,18 +228,18 @@ class TestMalformedInput:
              "Error: the create command needs `file_text` (a string); send it and try again."),
             ({"command": "create", "path": "/memories/a.md", "file_text": 5},
              "Error: `file_text` must be a string, not a number."),
-            ({"command": "insert", "path": "/memories/a.md", "insert_line": "2",
+            ({"command": "insert", "path": "/memories/a.md", "insert_line": "two",
               "insert_text": "x"},
              "Error: `insert_line` must be a line number (0 inserts at the top), not a string."),
-            ({"command": "insert", "path": "/memories/a.md", "insert_line": 2.0,
+            ({"command": "insert", "path": "/memories/a.md", "insert_line": 2.5,
               "insert_text": "x"},
              "Error: `insert_line` must be a line number (0 inserts at the top), not a decimal "
              "number (write it without a point or exponent)."),
             ({"command": "create", "path": "/memories/a.md", "file_text": 1.5},
              "Error: `file_text` must be a string, not a decimal number."),
-            ({"command": "insert", "path": "/memories/a.md", "insert_line": True,
+            ({"command": "insert", "path": "/memories/a.md", "insert_line": [2],
               "insert_text": "x"},
-             "Error: `insert_line` must be a line number (0 inserts at the top), not a boolean."),
+             "Error: `insert_line` must be a line number (0 inserts at the top), not an array."),
             ({"command": "str_replace", "path": "/memories/a.md", "old_str": "a"},
              "Error: the str_replace command needs `new_str` (a string); send it and try again."),
             ({"command": "rename", "old_path": "/memories/a.md"},

@@ -241,7 +241,7 @@ def test_a_body_that_is_not_a_json_object_is_400(kit, globex, body) -> None:
     {"command": "create", "path": "/n.md", "file_text": "x", "description": "d" * 201},
     {"command": "str_replace", "path": "/a.md", "old_str": "x"},
     {"command": "insert", "path": "/a.md", "insert_text": "x"},
-    {"command": "insert", "path": "/a.md", "insert_line": "1", "insert_text": "x"},
+    {"command": "insert", "path": "/a.md", "insert_line": "one", "insert_text": "x"},
     {"command": "rename", "old_path": "/a.md"}, {"command": "append", "path": "/a.md"},
     {"command": "view", "path": "/a", "scope": "everywhere"},
     {"command": "view", "path": "/a", "scope": "session"},
