@@ -152,7 +152,7 @@ class FactView(TenantAPIView):
         header = request.headers.get("If-Match")
         if header is None:
             return None
-        versions = parse_entity_tags(header)
+        versions = parse_entity_tags(header, strong=True)  # If-Match compares strongly
         if versions is not None and fact.version not in versions:
             raise precondition_failed("If-Match: the fact is not at that version.")
         return fact.version

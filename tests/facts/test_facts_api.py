@@ -101,6 +101,10 @@ def test_delete_honours_if_match_and_hides_the_history(acme) -> None:
     fact = create(acme)
     url = f"{FACTS}/{fact['id']}"
     assert acme.client.delete(url, HTTP_IF_MATCH='"2"').status_code == 412
+    # If-Match compares strongly (RFC 9110, 13.1.1), as for documents: a weak tag matches nothing.
+    assert acme.client.delete(url, HTTP_IF_MATCH='W/"1"').status_code == 412
+    assert acme.client.patch(url, {"confidence": 0.2}, format="json",
+                             HTTP_IF_MATCH='W/"1", "7"').status_code == 412
     assert acme.client.delete(url, HTTP_IF_MATCH='"1"').status_code == 204
     assert acme.client.get(url).status_code == 404
     assert acme.client.get(f"{url}/history").status_code == 404
