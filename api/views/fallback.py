@@ -13,10 +13,12 @@ import sys
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 
 from api.errors import database_unavailable, error_page, unavailable_headers, unavailable_page
 
 
+@csrf_exempt  # a POST with no CSRF token (every API client's) is 404 here, not CSRF's 403 page
 def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
     return error_page(404)
 
