@@ -326,11 +326,22 @@ class PersonFacts:
     invalid: list[FactRow]
 
 
+def _message_id(value: object) -> UUID | None:
+    """A source message id as a message's id, or None: the API keeps any string an app names
+    as a source (its own id, "m-1"), which names no message here."""
+    try:
+        return UUID(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
 def _fact_rows(end_user: EndUser, facts: list[Fact]) -> list[FactRow]:
-    """Each fact with where its source messages are (one query for them all)."""
+    """Each fact with where its source messages are (one query for them all); a source that
+    is not one of the person's messages is not shown."""
     ids = {m for f in facts for m in (f.source or {}).get("message_ids") or []}
+    uuids = [uuid for uuid in map(_message_id, ids) if uuid is not None]
     located = {str(m_id): FactSource(conversation_id, m_id, seq) for m_id, conversation_id, seq in
-               Message.objects.filter(end_user=end_user, id__in=list(ids))
+               Message.objects.filter(end_user=end_user, id__in=uuids)
                .values_list("id", "conversation_id", "seq")}
     return [FactRow(f, [located[m] for m in (f.source or {}).get("message_ids") or []
                         if m in located]) for f in facts]

@@ -181,6 +181,33 @@ def test_another_persons_or_tenants_fact_is_not_found(alice, acme, globex) -> No
     assert len(globex.client.get("/api/v1/users/alice/facts").json()["facts"]) == 3
 
 
+def test_a_fact_whose_source_the_app_named_is_on_the_page(alice, acme) -> None:
+    """The API keeps any string as a source (an app's own ids); one that is not a message id
+    (or is another person's message) is shown as no message. Before: the facts query failed
+    on "m-1" (not a UUID), so the section said "No facts are kept" and the fact's own views
+    were 500: the person could neither see nor delete what was kept about them."""
+    end_user, client = alice
+    _, bobs = _learn(acme, user="bob")
+    bobs_message = bobs[0]["source"]["message_ids"][0]
+    response = acme.client.post("/api/v1/users/alice/facts", {
+        "content": "User plays chess", "source": {
+            "conversation_id": "c-1", "message_ids": ["m-1", bobs_message, "M-2"]}},
+        format="json")
+    assert response.status_code == 201, response.content
+    fact = response.json()
+    section = _facts_section(client.get(person_url(end_user)).content.decode())
+    assert "User plays chess" in section and "No facts are kept" not in section
+    assert bobs_message not in section and "c-1" not in section
+    url = f"{person_url(end_user)}facts/{fact['id']}/"
+    for headers in ({}, HTMX):
+        assert client.get(f"{url}edit", **headers).status_code == 200
+    assert client.get(url, **HTMX).status_code == 200
+    edited = client.post(f"{url}edit", {"content": "User plays go", "version": 1}, **HTMX)
+    assert edited.status_code == 200 and "User plays go" in edited.text
+    assert client.post(f"{url}delete", {"version": 2}, **HTMX).status_code == 200
+    assert acme.client.get(f"/api/v1/users/alice/facts/{fact['id']}").status_code == 404
+
+
 def test_the_download_and_the_export_hold_facts_and_their_history(alice, acme) -> None:
     end_user, client = alice
     _, facts = _learn(acme)
