@@ -144,9 +144,11 @@ def event_payload(event: MemoryEvent) -> bytes:
 # --- URLs ----------------------------------------------------------------------------------
 
 
-# IPv6 prefixes whose last 32 bits are the IPv4 address reached: NAT64's well-known prefix
-# and the deprecated IPv4-compatible addresses (Python's is_global looks at the IPv6 side).
-_EMBEDDING_V4 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("::/96"))
+# IPv6 prefixes whose last 32 bits are the IPv4 address reached: NAT64's well-known prefix,
+# the deprecated IPv4-compatible addresses and SIIT's IPv4-translated ones (RFC 2765,
+# ::ffff:0:a.b.c.d). Python's is_global looks at the IPv6 side, and calls the last global.
+_EMBEDDING_V4 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("::/96"),
+                 ipaddress.ip_network("::ffff:0:0:0/96"))
 _LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: a network's own translator
 
 

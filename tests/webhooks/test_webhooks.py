@@ -127,6 +127,8 @@ def test_validation(acme, globex, settings) -> None:
         ({"url": "http://[64:ff9b::a00:1]/x"}, "invalid_url"),  # NAT64 to 10.0.0.1
         ({"url": "http://[2002:a00:1::1]/x"}, "invalid_url"),  # 6to4 of 10.0.0.1
         ({"url": "http://[::7f00:1]/x"}, "invalid_url"),  # IPv4-compatible 127.0.0.1
+        ({"url": "http://[::ffff:0:a00:1]/x"}, "invalid_url"),  # SIIT's, of 10.0.0.1
+        ({"url": "http://[::ffff:0:a9fe:a9fe]/x"}, "invalid_url"),  # ... of 169.254.169.254
         ({"url": "http://[fec0::1]/x"}, "invalid_url"),  # site-local
         ({"url": "http://[64:ff9b:1::1]/x"}, "invalid_url"),  # a local NAT64
         ({"url": "https://xn--zz.example.com/x"}, "invalid_url"),  # not a valid IDNA name
