@@ -507,7 +507,7 @@ LOGGING = {
                 # Django logs each SuspiciousOperation (a 400) on a logger of its own, at ERROR
                 # with a traceback; a filter applies to its own logger's records only.
                 **{f"django.security.{name}": {"filters": ["expected_refusals"]} for name in (
-                    "DisallowedHost", "DisallowedRedirect", "RequestDataTooBig",
+                    "csrf", "DisallowedHost", "DisallowedRedirect", "RequestDataTooBig",
                     "TooManyFieldsSent", "TooManyFilesSent", "SuspiciousSession",
                     "SuspiciousMultipartForm", "SuspiciousFileOperation")}},
 }

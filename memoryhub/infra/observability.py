@@ -90,9 +90,22 @@ class ExpectedRefusalLogFilter(logging.Filter):
     """On ``django.request`` and ``django.security``: a 4xx answer to an exception raised on
     purpose (PermissionDenied for a plain member on an admin page, Http404, a Host header not
     in ALLOWED_HOSTS, which scanners send all day) is logged as one warning line, without the
-    traceback Django attaches; a 5xx keeps it (a bug to read)."""
+    traceback Django attaches; a 5xx keeps it (a bug to read).
+
+    Every such line names the URL pattern, not the path, as ``memoryhub.request`` does: Django
+    writes the path ("Not Found: /api/v1/users/alice/documents/global/diet.md"), and the JSON
+    formatter the request itself (its repr holds the path), and paths carry people's ids,
+    document names and live secrets (an invitation link opened by another account is 403,
+    a portal link POSTed without its CSRF token 403)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        if isinstance(request, HttpRequest):
+            route = route_of(request)
+            if isinstance(record.args, tuple):
+                record.args = tuple(route if isinstance(arg, str) and arg == request.path
+                                    else arg for arg in record.args)
+            record.request = f"{request.method} {route}"
         if getattr(record, "status_code", 500) < 500:
             record.exc_info = record.exc_text = None
             if record.levelno > logging.WARNING:  # the client's mistake, not the service's

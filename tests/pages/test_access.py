@@ -111,6 +111,37 @@ def test_a_host_not_allowed_is_one_warning_without_a_traceback(caplog) -> None:
     assert (record.levelname, record.exc_info, record.exc_text) == ("WARNING", None, None)
 
 
+def test_refusals_are_logged_by_route_never_by_path(acme, acme_team, caplog) -> None:
+    """Django's lines for a 4xx named the path, and in JSON the request (its repr holds the
+    path too): people's ids, document names, and live secrets. An invitation link opened by
+    another account is 403; a portal link POSTed is 410, or 403 without its CSRF token; the
+    links still work afterwards, for whoever reads the log. Now the URL pattern is named."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    from tenants.services import invitation_create
+
+    with tenant_context(acme_team.tenant.pk):
+        invited = invitation_create(tenant=acme_team.tenant, email="new@acme.test",
+                                    role="admin", actor="t")
+        link = portal_link_create(tenant=acme_team.tenant, user_id="alice-private-id")
+    secrets = [invited.token.partition(".")[2], link.token, "alice-private-id", "diet-secret"]
+    with caplog.at_level(logging.INFO, logger="django"):
+        assert signed_in(acme_team.member).get(f"/invite/{invited.token}").status_code == 403
+        assert Client().post(f"/portal/{link.token}").status_code == 410
+        assert Client(enforce_csrf_checks=True).post(f"/portal/{link.token}").status_code == 403
+        missing = acme.client.get("/api/v1/users/alice-private-id/documents/global/diet-secret.md")
+        assert missing.status_code == 404
+    records = [r for r in caplog.records if r.name.startswith(("django.request", "django.security"))]
+    assert len(records) == 4
+    written = [JsonFormatter("%(message)s").format(r) for r in records]
+    assert not [line for line in written if any(secret in line for secret in secrets)], written
+    assert records[0].getMessage() == "Forbidden: web:invitation"
+    assert records[2].getMessage() == "Forbidden (CSRF cookie not set.): web:portal_redeem"
+    assert records[3].getMessage() == "Not Found: api:document-global"
+    assert '"request": "GET api:document-global"' in written[3]
+    assert Client().get(f"/portal/{link.token}").status_code == 302  # unused: it still works
+
+
 def test_another_tenants_pages_and_actions_are_404(acme_team, globex_team) -> None:
     """acme's owner addresses globex by slug and by globex's own row ids: all 404, no change."""
     write(globex_team.tenant, "g-user", "/secret.md", "globex data")

@@ -319,7 +319,7 @@ def test_the_units_commands_start_and_serve(production, transactional_db, acme) 
     assert (write["logger"], write["route"], write["status"]) == (
         "memoryhub.request", "api:memory-tool", 200)
     assert sum(line["message"].startswith("Booting worker") for line in logged) == 2
-    refused = [line for line in logged if line["message"] == "Forbidden: /metrics"]
+    refused = [line for line in logged if line["message"] == "Forbidden: metrics"]  # its route
     assert refused and all(len(line["request_id"]) == 32 for line in refused)
     assert not [line for line in production.web_log.read_text().splitlines()
                 if not line.startswith("{")]
