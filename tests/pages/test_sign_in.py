@@ -163,6 +163,25 @@ def test_password_reset_sends_a_link(acme_team) -> None:
                                               "password": "a new long passphrase 7"}).status_code == 302
 
 
+def test_a_refused_reset_link_is_logged_without_its_key(acme_team, settings, caplog) -> None:
+    """The rate limit's line named the path, so a password reset link whose POST was
+    refused (429) went to the log with its key, still valid: whoever read it could set the
+    password. It names the URL pattern."""
+    settings.ACCOUNT_RATE_LIMITS = {**settings.ACCOUNT_RATE_LIMITS,
+                                    "reset_password_from_key": "1/m/ip"}
+    Client().post("/accounts/password/reset/", {"email": "member@acme.test"})
+    [email] = mail.outbox
+    link = re.search(r"http://testserver(/accounts/password/reset/key/\S+)", email.body).group(1)
+    key = link.rstrip("/").rsplit("/", 1)[-1]
+    for _ in range(2):
+        refused = Client().post(link, {"password1": "x", "password2": "y"})
+    assert refused.status_code == 429 and refusals(caplog) == ["allauth"]
+    [line] = [r.getMessage() for r in caplog.records if r.name == "memoryhub.ratelimit"]
+    assert line == ("rate limit refused POST account_reset_password_from_key (allauth) "
+                    "from 127.0.0.1")
+    assert not [r for r in caplog.records if key in r.getMessage()]
+
+
 def _totp_now(secret: str) -> str:
     import time
 

@@ -22,6 +22,7 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views import defaults
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from memoryhub.infra.observability import route_of
 from memoryhub.models import EndUser
 from memoryhub.services.people import end_user_account_link, portal_link_redeem
 from memoryhub.web.access import ADMIN_ROLES
@@ -48,8 +49,9 @@ limits_logger = logging.getLogger("memoryhub.ratelimit")
 
 
 def rate_limit_refused(request: HttpRequest, *, limit: str) -> None:
+    # The URL pattern, not the path: a password reset link's path holds its key.
     limits_logger.warning("rate limit refused %s %s (%s) from %s", request.method,
-                          request.path, limit, get_client_ip(request) or "unknown address",
+                          route_of(request), limit, get_client_ip(request) or "unknown address",
                           extra={"rate_limit": limit})
 
 
