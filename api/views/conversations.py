@@ -136,7 +136,9 @@ class SessionMessagesView(TenantAPIView):
     def post(self, request: Request, user_id: str, session_id: str) -> Response:
         user_id, session_id = valid_user_id(user_id), valid_session_id(session_id)
         body = request.data
-        if not isinstance(body, dict):
+        # A body without a `messages` list is invalid_message (the contract's letter), also
+        # when it holds other fields, known or not ({"message": [...]}, a misspelling).
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             raise ApiError(400, "invalid_message", "The body must be a JSON object with a "
                            "`messages` list.")
         unknown = set(body) - CAPTURE_FIELDS

@@ -129,10 +129,16 @@ def test_one_refused_message_stores_none(acme, name: str) -> None:
     assert stored(acme) == []
 
 
-@pytest.mark.parametrize("body", [{}, {"messages": "hi"}, {"messages": {"role": "user"}}, [1]])
+@pytest.mark.parametrize("body", [
+    {}, {"messages": "hi"}, {"messages": {"role": "user"}}, [1], {"messages": None},
+    # Other fields beside no messages list: still a body without one, not an unknown field.
+    {"message": [{"role": "user", "content": "x"}]}, {"msgs": []},
+    {"new_conversation": "yes"}, {"profile": "cooking"},
+])
 def test_a_body_without_a_messages_list_is_invalid_message(acme, body) -> None:
     response = acme.client.post(capture_url(), body, format="json")
     assert error_of(response) == (400, "invalid_message")
+    assert stored(acme) == []
 
 
 def test_metadata_is_measured_as_compact_json_and_its_numbers_must_be_finite(acme) -> None:
