@@ -36,7 +36,9 @@ As people type: "Im" is "I'm"; a name after "my name is" may be in lower case ("
 stored "Ana"), and so may a one-word name after "call me" ("call me later" is none); a
 hypothetical clause ("and I will visit Paris") drops itself and what follows, not the clause
 before it; an object ends where the clause goes on ("Berlin in 2020", "Lisbon with my wife",
-"Rex and he is cute", a job's "engineer at Google"), while "Trinidad and Tobago" stays whole.
+"Rex and he is cute", "Acme as an engineer", a job's "engineer at Google"), while "Trinidad
+and Tobago" stays whole; a diet is stored in lower case ("I'M VEGAN"), and "My Wife is
+Maria" is read as "my wife is Maria".
 
 The summary (``extractive_summary``) is extractive, never written anew: the conversation's
 most central sentences (``user`` and ``assistant`` turns; the previous summary's sentences
@@ -95,7 +97,8 @@ _OBJECT_END = re.compile(
     r"\s+(?:(?:in|since|from|until)\s+(?:\d{4}|january|february|march|april|may|june|july|"
     r"august|september|october|november|december)\b|(?:with|since|but|for)\s+"
     r"(?:my|his|her|our|their|the|a|an|\d+|years|months|weeks|ages|a while|i|we|it)\b|"
-    r"and\s+(?:i|he|she|it|they|we|he's|she's|it's|i'm|my|his|her|our)\b|because\b)",
+    r"and\s+(?:i|he|she|it|they|we|he's|she's|it's|i'm|my|his|her|our)\b|because\b|"
+    r"as\s+(?:an?|the|my|his|her|our|their)\b)",
     re.IGNORECASE,
 )
 _JOB_END = re.compile(r"\s+(?:at|for|in|with|on)\s+", re.IGNORECASE)
@@ -182,6 +185,8 @@ def _profile(predicate: str, template: str, confidence: float = 0.9) -> Rule:
         value = _object(match)
         if value is None:
             return None
+        if predicate == "diet":
+            value = value.lower()  # "I'M VEGAN": a diet is a word, not a name
         return Found("profile", template.format(value), predicate, value, confidence)
     return found
 
@@ -273,7 +278,7 @@ RULES: list[tuple[re.Pattern[str], Rule]] = [
      _preference("likes")),
     (re.compile(r"^my (?P<rel>" + "|".join(_RELATIONS) + r")(?:'s name is| is called| is named|"
                 r"'s called| goes by)\s+" + _OBJECT, re.IGNORECASE), _relation),
-    (re.compile(r"^(?i:my) (?P<rel>" + "|".join(_RELATIONS) + r") is\s+" + _NAME + "$"),
+    (re.compile(r"^(?i:my) (?P<rel>(?i:" + "|".join(_RELATIONS) + r")) (?i:is)\s+" + _NAME + "$"),
      _relation),
     (re.compile(r"^(?:my birthday is|my birthday's|i was born on)\s+(?:on\s+)?" + _OBJECT,
                 re.IGNORECASE), _profile("birthday", "User's birthday is {}")),

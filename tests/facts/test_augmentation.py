@@ -102,6 +102,11 @@ def learnt(kit, *texts: str) -> list[tuple[str, str, str, str]]:
                                                             "User lives in Lisbon")),
     ("My dog is called Rex and he is very cute.", ("triple", "dog", "Rex",
                                                    "User's dog is called Rex")),
+    # The employer ends where the job begins; the words' case is the typist's.
+    ("I work at Acme as an engineer.", ("profile", "employer", "Acme", "User works at Acme")),
+    ("I work at Acme, as a designer", ("profile", "employer", "Acme", "User works at Acme")),
+    ("My Wife is Maria.", ("triple", "wife", "Maria", "User's wife is called Maria")),
+    ("I'M VEGETARIAN!", ("profile", "diet", "vegetarian", "User is vegetarian")),
 ])
 def test_each_statement_kind_becomes_a_fact_about_the_user(acme, text, expected) -> None:
     assert learnt(acme, text) == [expected]
