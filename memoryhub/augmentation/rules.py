@@ -27,8 +27,14 @@ suppose, maybe, perhaps), statements that do not start with "I" or "my" (so othe
 negation other than the forms above, third-person facts, dates in any normal form (a birthday
 is kept as written), several objects in one clause ("I like tea and coffee" is one like of
 "tea and coffee"), and languages other than English. "I'm a <job>" needs a word that looks
-like a job (``_JOB_WORD``) and is not a family, belief or habit word (``_NOT_A_JOB``), so
-"I'm a big fan" and "I'm a mother" are not jobs. Sentences are split by ``sentencex``
+like a job (``_JOB_WORD``) and is not a family, belief, origin or habit word (``_NOT_A_JOB``),
+after no word of a trait, a past or a hope (``_NOT_A_JOB_NOW``), so "I'm a big fan", "I'm a
+mother", "I'm a Canadian", "I'm a picky eater" and "I'm a former nurse" are not jobs (nor
+is "I'm a good cook", though some say it of their trade). Name, home, employer, job, diet
+and birthday hold one value at a time, so a statement that only reads like a new one must
+not replace the true one: "I live in the moment" (or "in fear", "in a flat": a dwelling
+without its place), "I work at night" (or "at home", "for myself", "for a living") and "my
+birthday is tomorrow" (or "next week", "on Friday") are not facts (``_NOT_THE_VALUE``). Sentences are split by ``sentencex``
 (Wikimedia's rule-based segmenter: "St. Petersburg" and "the U.S." stay one sentence), then
 at line breaks, ``;`` and before an "I"/"my" that follows ".", "!" or ":" ("OK. I work at").
 
@@ -146,6 +152,33 @@ _NOT_A_JOB = frozenset({
     "perfectionist", "realist", "idealist", "minimalist", "atheist", "procrastinator",
     "leftie", "lefty", "early", "night", "cancer", "scorpio", "sagittarius", "adult", "senior",
     "junior", "fresher", "twin", "partner", "person", "human", "character", "ender",
+    # where people are from, and what they believe: "I'm a Canadian", "I'm a feminist"
+    "canadian", "italian", "brazilian", "australian", "indian", "russian",
+    "norwegian", "colombian", "peruvian", "nigerian", "egyptian", "iranian", "hungarian",
+    "ukrainian", "belgian", "syrian", "armenian", "albanian", "croatian", "serbian",
+    "romanian", "bulgarian", "estonian", "latvian", "lithuanian", "slovenian", "slovakian",
+    "asian", "indonesian", "malaysian", "cambodian", "mongolian", "palestinian", "jordanian",
+    "georgian", "bolivian", "argentinian", "ethiopian", "tanzanian", "algerian", "tunisian",
+    "austrian", "haitian", "persian", "parisian", "californian", "yorker",
+    "londoner", "northerner", "southerner", "midwesterner", "aquarian", "buddhist",
+    "baptist", "methodist", "presbyterian", "episcopalian", "unitarian", "protestant",
+    "socialist", "communist", "feminist", "capitalist", "nationalist", "environmentalist",
+    "marxist", "humanitarian", "humanist",
+    # habits and standing: "I'm a picky eater", "I'm a light sleeper", "I'm a homeowner"
+    "eater", "sleeper", "learner", "listener", "pleaser", "talker", "shopper", "spender",
+    "saver", "snorer", "overthinker", "homeowner", "renter", "tenant", "widower", "bachelor",
+    "pensioner", "traveler", "traveller", "hiker", "jogger", "skier", "surfer", "swimmer",
+    "climber", "dieter", "napper", "multitasker", "dweller",
+})
+# A first word that makes the rest a trait, a past or a hope, not the job done now: "I'm a
+# good cook", "I'm a former nurse", "I'm an aspiring writer" (job is single-valued: a trait
+# taken for a job would invalidate the person's real one).
+_NOT_A_JOB_NOW = frozenset({
+    "good", "bad", "great", "terrible", "awful", "horrible", "poor", "decent", "excellent",
+    "amazing", "fantastic", "pretty", "picky", "fussy", "big", "huge", "heavy", "light", "fast",
+    "slow", "quick", "avid", "keen", "natural", "born", "total", "complete", "proud", "lazy",
+    "messy", "sound", "restless", "careful", "careless", "former", "ex", "ex-", "retired",
+    "aspiring", "wannabe", "future", "would-be", "failed", "recovering", "frustrated",
 })
 # A pronoun is no object: "I like it" says nothing without the sentence before.
 _PRONOUNS = frozenset({"it", "that", "this", "them", "those", "these", "him", "her", "you",
@@ -180,10 +213,48 @@ def _object(match: re.Match[str]) -> str | None:
     return value
 
 
+# Objects that are no value of a single-valued predicate, though the statement reads like one.
+# A new home, employer or birthday invalidates the old one, so "I live in the moment" must not
+# end the person's life in Lisbon, nor "I work at night" their job at Acme.
+_NOT_A_HOME = re.compile(
+    # in lower case: "I live in Hope" (Arkansas) or "in Nice" is a place
+    r"(?-i:(?:the\s+)?(?:moment|present|past|future|now|fear|hope|denial|peace|harmony|luxury|"
+    r"poverty|comfort|misery|sin|style|silence|dreams?|my head|my own (?:world|head|bubble)|"
+    r"(?:a|my own|our own) (?:bubble|dream|world)|the (?:real )?world|reality))"
+    r"(?:\s+(?:of|that|for|and|with|about)\b.*)?$|"  # "fear of spiders", "hope that ..."
+    # a dwelling without its place: "I live in a flat", "I moved to a new apartment"
+    r"(?:an?|my|our)(?:\s+[\w'-]+){0,2}\s+(?:flat|apartment|house|home|condo|studio|"
+    r"dorm|bungalow|cottage|basement|attic|tent|van|caravan|trailer|houseboat|loft|room|"
+    r"place|building|neighbou?rhood|area|street)$",
+    re.IGNORECASE,
+)
+_NOT_AN_EMPLOYER = re.compile(
+    r"(?:night|nights|home|weekends?|the weekends?|the moment|the minute|the same time|"
+    r"times|first|last|least|most|once|myself|ourselves|yourself|fun|free|a living|money|"
+    r"pay|peanuts|cash|food|hours|days|weeks|months|years|ages|now|a while|long|love|"
+    r"nothing|minimum wage|a change|practice|it|that|this|them|him|her|you)"
+    # "I work at home on Fridays", "for myself most days"; not "Home Depot"
+    r"(?:\s+(?:on|in|at|and|or|for|during|every|each|most|some|from|with|to|so|because|"
+    r"now|too|sometimes|mostly|usually)\b.*)?$",
+    re.IGNORECASE,
+)
+# A day said relative to today is no birthday: "my birthday is tomorrow" (or "on Friday").
+_NOT_A_BIRTHDAY = re.compile(
+    r"(?:on\s+)?(?:today|tomorrow|tonight|yesterday|soon|coming(?: up)?|around the corner|"
+    r"close|near|over|(?:next|this|last)\b.*|in\s+(?:a|an|one|two|three|four|five|six|"
+    r"a few|few|\d+)\b.*|(?:the )?day after tomorrow|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)$",
+    re.IGNORECASE,
+)
+_NOT_THE_VALUE = {"home": _NOT_A_HOME, "employer": _NOT_AN_EMPLOYER, "birthday": _NOT_A_BIRTHDAY}
+
+
 def _profile(predicate: str, template: str, confidence: float = 0.9) -> Rule:
+    refused = _NOT_THE_VALUE.get(predicate)
+
     def found(match: re.Match[str]) -> Found | None:
         value = _object(match)
-        if value is None:
+        if value is None or (refused is not None and refused.match(value)):
             return None
         if predicate == "diet":
             value = value.lower()  # "I'M VEGAN": a diet is a word, not a name
@@ -231,8 +302,8 @@ def _job(match: re.Match[str]) -> Found | None:
         value = _JOB_END.split(value, maxsplit=1)[0].strip()  # "a nurse at the city hospital"
     if not value or len(value.split()) > 3:
         return None
-    last = value.split()[-1].lower()
-    if not _JOB_WORD.search(last) or last in _NOT_A_JOB:
+    words = value.lower().split()
+    if not _JOB_WORD.search(words[-1]) or words[-1] in _NOT_A_JOB or words[0] in _NOT_A_JOB_NOW:
         return None
     article = "an" if value[:1].lower() in "aeiou" else "a"
     return Found("profile", f"User works as {article} {value}", "job", value, 0.8)

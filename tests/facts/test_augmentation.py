@@ -107,6 +107,8 @@ def learnt(kit, *texts: str) -> list[tuple[str, str, str, str]]:
     ("I work at Acme, as a designer", ("profile", "employer", "Acme", "User works at Acme")),
     ("My Wife is Maria.", ("triple", "wife", "Maria", "User's wife is called Maria")),
     ("I'M VEGETARIAN!", ("profile", "diet", "vegetarian", "User is vegetarian")),
+    ("I live in the Bay Area.", ("profile", "home", "the Bay Area",
+                                 "User lives in the Bay Area")),
 ])
 def test_each_statement_kind_becomes_a_fact_about_the_user(acme, text, expected) -> None:
     assert learnt(acme, text) == [expected]
@@ -136,6 +138,39 @@ def test_each_statement_kind_becomes_a_fact_about_the_user(acme, text, expected)
 ])
 def test_questions_hypotheticals_and_other_peoples_statements_are_not_facts(acme, text) -> None:
     assert learnt(acme, text) == []
+
+
+# (a true value, a statement that only reads like another value of the same single-valued
+# predicate): a home, an employer, a job or a birthday it must not invalidate.
+NOT_A_NEW_VALUE = [
+    ("I live in Lisbon.", "I live in the moment."),
+    ("I live in Lisbon.", "I live in fear of spiders."),
+    ("I live in Lisbon.", "I moved to a new apartment."),
+    ("I live in Lisbon.", "I live in a flat."),
+    ("I work at Acme.", "I work at night."),
+    ("I work at Acme.", "I work at home on Fridays."),
+    ("I work at Acme.", "I work for a living."),
+    ("I work at Acme.", "I work for myself on weekends."),
+    ("I'm a nurse.", "I'm a picky eater."),
+    ("I'm a nurse.", "I'm a light sleeper."),
+    ("I'm a nurse.", "I'm a Canadian."),
+    ("I'm a nurse.", "I'm a feminist."),
+    ("I'm a nurse.", "I'm a good cook."),
+    ("I'm a nurse.", "I'm a former teacher."),
+    ("I'm a nurse.", "I'm an aspiring writer."),
+    ("I'm a nurse.", "I'm a homeowner."),
+    ("My birthday is May 3.", "My birthday is tomorrow!"),
+    ("My birthday is May 3.", "My birthday is next week."),
+    ("My birthday is May 3.", "My birthday is on Friday."),
+]
+
+
+@pytest.mark.parametrize(("true", "idiom"), NOT_A_NEW_VALUE)
+def test_what_only_reads_like_a_new_value_invalidates_nothing(acme, true, idiom) -> None:
+    augment(acme, capture(acme, true, at="2026-01-01T10:00:00Z"))
+    augment(acme, capture(acme, idiom, session="s2", at="2026-06-01T10:00:00Z"))
+    [fact] = facts(acme, include_invalid=True)
+    assert fact["invalid_at"] is None, (true, idiom, fact)
 
 
 def test_only_the_users_own_messages_count(acme) -> None:
