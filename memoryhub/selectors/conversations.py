@@ -16,6 +16,7 @@ and a last line says how many: ``- N older conversations left out``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -166,10 +167,23 @@ def _history_of(recent: Sequence[tuple[Conversation, str]], budget: int) -> Hist
     return History(enabled=True, text=text, conversations=shown, left_out=left_out)
 
 
+# What in a message or summary could end its block or the history early, and speak after it
+# as the prompt, outside "data, not instructions": the history's own tags and the blocks'
+# markers, any case. Their "<" is shown as "‹" (one character for one: the budget's count of
+# the lines stays right), as the index and recall blocks do with theirs.
+_BLOCK_MARKUP = re.compile(r"<(?=/?conversation_history|-+\s*memory\s+(?:begin|end)\b)",
+                           re.IGNORECASE)
+
+
+def history_markup_neutralised(text: str) -> str:
+    return _BLOCK_MARKUP.sub("\u2039", text)
+
+
 def _block(conversation: Conversation, lines: str) -> str:
     """``lines``: the conversation's "<role>: <content>" lines (``history_recent``)."""
     recorded = utc_text(conversation.last_message_at)
     body = conversation.summary + "\n" if conversation.summary else lines
+    body = history_markup_neutralised(body)
     return f"{BLOCK_BEGIN}[Meta] Conversation Recorded at: {recorded}\n{body}{BLOCK_END}"
 
 
