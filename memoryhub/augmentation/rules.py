@@ -15,6 +15,7 @@ likes                      I like/love/enjoy/prefer jazz                     lik
 dislikes                   I don't like/hate/dislike jazz                    dislikes
 no longer                  I no longer like jazz; I don't like jazz anymore  no_longer_likes
 diet                       I'm vegetarian/vegan/pescatarian                  diet
+diet rules                 I'm gluten-free/lactose intolerant/keto/halal/..  diet_rule
 allergies                  I'm allergic to peanuts                           allergic_to
 family and pets            my wife/son/dog/... is (called) Rex               wife, son, dog..
 birthday                   my birthday is May 3; I was born on May 3         birthday
@@ -184,8 +185,11 @@ _NOT_A_JOB_NOW = frozenset({
 _PRONOUNS = frozenset({"it", "that", "this", "them", "those", "these", "him", "her", "you",
                        "everything", "nothing", "something", "anything", "both", "all",
                        "it here", "it there", "it a lot", "that one", "this one"})
-_DIETS = ("vegetarian", "vegan", "pescatarian", "pescetarian", "keto", "gluten-free",
-          "gluten free", "lactose intolerant", "lactose-intolerant", "halal", "kosher")
+# The diet (single-valued: "I'm vegan" ends "I'm vegetarian"), and what a diet can be kept
+# with (each its own fact: "I'm vegetarian and lactose intolerant" is both).
+_DIETS = ("vegetarian", "vegan", "pescatarian", "pescetarian")
+_DIET_RULES = ("keto", "gluten-free", "gluten free", "lactose intolerant", "lactose-intolerant",
+               "halal", "kosher")
 _RELATIONS = ("wife", "husband", "partner", "son", "daughter", "dog", "cat", "boyfriend",
               "girlfriend", "mother", "father", "mom", "mum", "dad", "brother", "sister",
               "fiance", "fiancee", "baby", "kid", "child")
@@ -256,7 +260,7 @@ def _profile(predicate: str, template: str, confidence: float = 0.9) -> Rule:
         value = _object(match)
         if value is None or (refused is not None and refused.match(value)):
             return None
-        if predicate == "diet":
+        if predicate in ("diet", "diet_rule"):
             value = value.lower()  # "I'M VEGAN": a diet is a word, not a name
         return Found("profile", template.format(value), predicate, value, confidence)
     return found
@@ -334,6 +338,8 @@ RULES: list[tuple[re.Pattern[str], Rule]] = [
      _profile("allergic_to", "User is allergic to {}")),
     (re.compile(r"^i(?:'?m| am)\s+(?:an?\s+)?(?:strict\s+)?(?P<o>" + "|".join(_DIETS) + r")"
                 + _TAIL_WORDS + "*$", re.IGNORECASE), _profile("diet", "User is {}")),
+    (re.compile(r"^i(?:'?m| am)\s+(?:strict(?:ly)?\s+)?(?P<o>" + "|".join(_DIET_RULES) + r")"
+                + _TAIL_WORDS + "*$", re.IGNORECASE), _profile("diet_rule", "User is {}")),
     (re.compile(r"^i(?:'?m| am)\s+an?\s+" + _OBJECT, re.IGNORECASE), _job),
     (re.compile(r"^i no longer (?:like|love|enjoy)\s+" + _OBJECT, re.IGNORECASE),
      _preference("no_longer_likes", "no longer likes")),

@@ -225,6 +225,41 @@ def test_a_contradiction_invalidates_the_old_fact_never_deletes_it(acme) -> None
         ("created", "augmentation"), ("created", "augmentation"), ("invalidated", "augmentation")]
 
 
+@pytest.mark.parametrize(("old", "new", "predicate"), [
+    ("My name is Ana.", "Call me Bea.", "name"),
+    ("I live in Lisbon.", "I moved to Porto.", "home"),
+    ("I work at Acme.", "I work for Globex.", "employer"),
+    ("I work as a nurse.", "I'm a teacher.", "job"),
+    ("I'm vegetarian.", "I'm vegan.", "diet"),
+    ("My birthday is May 3.", "I was born on June 4.", "birthday"),
+])
+def test_each_single_valued_predicate_is_contradicted_by_another_value(acme, old, new,
+                                                                      predicate) -> None:
+    augment(acme, capture(acme, old, at="2026-01-01T10:00:00Z"))
+    augment(acme, capture(acme, new, session="s2", at="2026-06-01T10:00:00Z"))
+    newer, older = facts(acme, include_invalid=True)
+    assert newer["predicate"] == older["predicate"] == predicate
+    assert (newer["invalid_at"], older["invalid_at"]) == (None, "2026-06-01T10:00:00Z")
+
+
+def test_a_diet_rule_is_kept_beside_the_diet(acme) -> None:
+    """Gluten-free, lactose intolerant, keto, halal or kosher go with any diet: each was read
+    as the diet, so "I'm vegetarian and I'm lactose intolerant" left the person no longer
+    vegetarian."""
+    augment(acme, capture(acme, "I'm vegetarian and I'm lactose intolerant.",
+                          at="2026-01-01T10:00:00Z"))
+    augment(acme, capture(acme, "I am gluten-free.", "Im strictly halal", session="s2",
+                          at="2026-06-01T10:00:00Z"))
+    assert sorted((f["predicate"], f["object"], f["invalid_at"])
+                  for f in facts(acme, include_invalid=True)) == [
+        ("diet", "vegetarian", None), ("diet_rule", "gluten-free", None),
+        ("diet_rule", "halal", None), ("diet_rule", "lactose intolerant", None)]
+    augment(acme, capture(acme, "I'm vegan now.", session="s3", at="2026-07-01T10:00:00Z"))
+    assert sorted((f["object"], f["invalid_at"]) for f in facts(acme, include_invalid=True)
+                  if f["predicate"] == "diet") == [
+        ("vegan", None), ("vegetarian", "2026-07-01T10:00:00Z")]
+
+
 def test_no_longer_liking_invalidates_a_preference_too(acme) -> None:
     augment(acme, capture(acme, "I prefer jazz.", at="2026-11-01T10:00:00Z"))
     augment(acme, capture(acme, "I no longer like jazz.", at="2026-11-03T10:00:00Z"))
