@@ -45,7 +45,9 @@ hypothetical clause ("and I will visit Paris") drops itself and what follows, no
 before it; an object ends where the clause goes on ("Berlin in 2020", "Lisbon with my wife",
 "Rex and he is cute", "Acme as an engineer", a job's "engineer at Google"), while "Trinidad
 and Tobago" stays whole; a diet is stored in lower case ("I'M VEGAN"), and "My Wife is
-Maria" is read as "my wife is Maria".
+Maria" is read as "my wife is Maria". "my", "me", "mine" and "myself" in an object are the
+user's, said in the third person ("I love my dog": "User loves their dog"); typed with a
+capital they are kept ("I like My Chemical Romance").
 
 The summary (``extractive_summary``) is extractive, never written anew: the conversation's
 most central sentences (``user`` and ``assistant`` turns; the previous summary's sentences
@@ -253,6 +255,17 @@ _NOT_A_BIRTHDAY = re.compile(
 _NOT_THE_VALUE = {"home": _NOT_A_HOME, "employer": _NOT_AN_EMPLOYER, "birthday": _NOT_A_BIRTHDAY}
 
 
+# "I" and "my" are the user: in an object they are the user's too, and a fact says so in the
+# third person ("I love my dog" -> "User loves their dog", not "User loves my dog"). Typed
+# in lower case: "I like My Chemical Romance" names a band.
+_FIRST_PERSON = re.compile(r"\b(?:my|me|mine|myself)\b")
+_THIRD_PERSON = {"my": "their", "me": "them", "mine": "theirs", "myself": "themselves"}
+
+
+def _the_users(value: str) -> str:
+    return _FIRST_PERSON.sub(lambda word: _THIRD_PERSON[word.group(0)], value)
+
+
 def _profile(predicate: str, template: str, confidence: float = 0.9) -> Rule:
     refused = _NOT_THE_VALUE.get(predicate)
 
@@ -262,6 +275,7 @@ def _profile(predicate: str, template: str, confidence: float = 0.9) -> Rule:
             return None
         if predicate in ("diet", "diet_rule"):
             value = value.lower()  # "I'M VEGAN": a diet is a word, not a name
+        value = _the_users(value)
         return Found("profile", template.format(value), predicate, value, confidence)
     return found
 
@@ -271,6 +285,7 @@ def _preference(predicate: str, verb: str | None = None) -> Rule:
         value = _object(match)
         if value is None:
             return None
+        value = _the_users(value)
         said = verb or match.group("v").lower() + "s"
         return Found("preference", f"User {said} {value}", predicate, value, 0.8)
     return found

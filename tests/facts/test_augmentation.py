@@ -109,6 +109,15 @@ def learnt(kit, *texts: str) -> list[tuple[str, str, str, str]]:
     ("I'M VEGETARIAN!", ("profile", "diet", "vegetarian", "User is vegetarian")),
     ("I live in the Bay Area.", ("profile", "home", "the Bay Area",
                                  "User lives in the Bay Area")),
+    # "my" is the user's: the fact says it in the third person; a name with "My" stays.
+    ("I love my dog.", ("preference", "likes", "their dog", "User loves their dog")),
+    ("I'm allergic to my own cat", ("profile", "allergic_to", "their own cat",
+                                    "User is allergic to their own cat")),
+    ("I hate it when people interrupt me", ("preference", "dislikes",
+                                            "it when people interrupt them",
+                                            "User dislikes it when people interrupt them")),
+    ("I like My Chemical Romance", ("preference", "likes", "My Chemical Romance",
+                                    "User likes My Chemical Romance")),
 ])
 def test_each_statement_kind_becomes_a_fact_about_the_user(acme, text, expected) -> None:
     assert learnt(acme, text) == [expected]
