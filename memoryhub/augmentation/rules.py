@@ -34,8 +34,10 @@ mother", "I'm a Canadian", "I'm a picky eater" and "I'm a former nurse" are not 
 is "I'm a good cook", though some say it of their trade). Name, home, employer, job, diet
 and birthday hold one value at a time, so a statement that only reads like a new one must
 not replace the true one: "I live in the moment" (or "in fear", "in a flat": a dwelling
-without its place), "I work at night" (or "at home", "for myself", "for a living") and "my
-birthday is tomorrow" (or "next week", "on Friday") are not facts (``_NOT_THE_VALUE``). Sentences are split by ``sentencex``
+without its place; "I moved to a different team", "to the new office"), "I work at night"
+(or "at home", "for myself", "for a living", "at the same company as ...") and "my birthday
+is tomorrow" (or "next week", "on Friday", "I was born on a Tuesday") are not facts
+(``_NOT_THE_VALUE``). "I moved to GitHub" still is a home: a name is a name. Sentences are split by ``sentencex``
 (Wikimedia's rule-based segmenter: "St. Petersburg" and "the U.S." stay one sentence), then
 at line breaks, ``;`` and before an "I"/"my" that follows ".", "!" or ":" ("OK. I work at").
 
@@ -43,7 +45,8 @@ As people type: "Im" is "I'm"; a name after "my name is" may be in lower case ("
 stored "Ana"), and so may a one-word name after "call me" ("call me later" is none); a
 hypothetical clause ("and I will visit Paris") drops itself and what follows, not the clause
 before it; an object ends where the clause goes on ("Berlin in 2020", "Lisbon with my wife",
-"Rex and he is cute", "Acme as an engineer", a job's "engineer at Google"), while "Trinidad
+"Rex and he is cute", "Acme as an engineer", "Lisbon but work in Porto", "Lisbon for work",
+"Lisbon 3 years ago", a job's "engineer at Google"), while "Trinidad
 and Tobago" stays whole; a diet is stored in lower case ("I'M VEGAN"), and "My Wife is
 Maria" is read as "my wife is Maria". "my", "me", "mine" and "myself" in an object are the
 user's, said in the third person ("I love my dog": "User loves their dog"); typed with a
@@ -107,7 +110,11 @@ _OBJECT_END = re.compile(
     r"august|september|october|november|december)\b|(?:with|since|but|for)\s+"
     r"(?:my|his|her|our|their|the|a|an|\d+|years|months|weeks|ages|a while|i|we|it)\b|"
     r"and\s+(?:i|he|she|it|they|we|he's|she's|it's|i'm|my|his|her|our)\b|because\b|"
-    r"as\s+(?:an?|the|my|his|her|our|their)\b)",
+    r"as\s+(?:an?|the|my|his|her|our|their)\b|but\b|"
+    # "Lisbon for work", "Lisbon 3 years ago"
+    r"for\s+(?:work|school|university|college|studies|love|good|now|fun)\b|"
+    r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|few|several|many)\s+"
+    r"(?:years?|months?|weeks?|days?)\s+ago\b)",
     re.IGNORECASE,
 )
 _JOB_END = re.compile(r"\s+(?:at|for|in|with|on)\s+", re.IGNORECASE)
@@ -171,7 +178,8 @@ _NOT_A_JOB = frozenset({
     "eater", "sleeper", "learner", "listener", "pleaser", "talker", "shopper", "spender",
     "saver", "snorer", "overthinker", "homeowner", "renter", "tenant", "widower", "bachelor",
     "pensioner", "traveler", "traveller", "hiker", "jogger", "skier", "surfer", "swimmer",
-    "climber", "dieter", "napper", "multitasker", "dweller",
+    "climber", "dieter", "napper", "multitasker", "dweller", "passenger", "visitor", "guest",
+    "viewer", "caller", "buyer", "seller", "bidder", "voter",
 })
 # A first word that makes the rest a trait, a past or a hope, not the job done now: "I'm a
 # good cook", "I'm a former nurse", "I'm an aspiring writer" (job is single-valued: a trait
@@ -231,14 +239,20 @@ _NOT_A_HOME = re.compile(
     # a dwelling without its place: "I live in a flat", "I moved to a new apartment"
     r"(?:an?|my|our)(?:\s+[\w'-]+){0,2}\s+(?:flat|apartment|house|home|condo|studio|"
     r"dorm|bungalow|cottage|basement|attic|tent|van|caravan|trailer|houseboat|loft|room|"
-    r"place|building|neighbou?rhood|area|street)$",
+    r"place|building|neighbou?rhood|area|street)$|"
+    # not where one lives: "I moved to a different team", "to the new office", "to the cloud"
+    r"(?:an?|the)\s+(?:different|new|other|next|same|better|worse|bigger|smaller|cheaper)\b.*|"
+    r"another\b.*|"
+    r"(?-i:the\s+(?:cloud|office|team|company|department|project|front|back|top|bottom|side|"
+    r"left|right|next level|dark side|beat)\b.*)",
     re.IGNORECASE,
 )
 _NOT_AN_EMPLOYER = re.compile(
     r"(?:night|nights|home|weekends?|the weekends?|the moment|the minute|the same time|"
     r"times|first|last|least|most|once|myself|ourselves|yourself|fun|free|a living|money|"
     r"pay|peanuts|cash|food|hours|days|weeks|months|years|ages|now|a while|long|love|"
-    r"nothing|minimum wage|a change|practice|it|that|this|them|him|her|you)"
+    r"nothing|minimum wage|a change|practice|it|that|this|them|him|her|you|"
+    r"(?:the\s+)?same\b.*)"  # "at the same company as my wife"
     # "I work at home on Fridays", "for myself most days"; not "Home Depot"
     r"(?:\s+(?:on|in|at|and|or|for|during|every|each|most|some|from|with|to|so|because|"
     r"now|too|sometimes|mostly|usually)\b.*)?$",
@@ -249,7 +263,7 @@ _NOT_A_BIRTHDAY = re.compile(
     r"(?:on\s+)?(?:today|tomorrow|tonight|yesterday|soon|coming(?: up)?|around the corner|"
     r"close|near|over|(?:next|this|last)\b.*|in\s+(?:a|an|one|two|three|four|five|six|"
     r"a few|few|\d+)\b.*|(?:the )?day after tomorrow|"
-    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)$",
+    r"(?:an?\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day)$",
     re.IGNORECASE,
 )
 _NOT_THE_VALUE = {"home": _NOT_A_HOME, "employer": _NOT_AN_EMPLOYER, "birthday": _NOT_A_BIRTHDAY}

@@ -118,6 +118,10 @@ def learnt(kit, *texts: str) -> list[tuple[str, str, str, str]]:
                                             "User dislikes it when people interrupt them")),
     ("I like My Chemical Romance", ("preference", "likes", "My Chemical Romance",
                                     "User likes My Chemical Romance")),
+    # The place ends where the clause goes on.
+    ("I live in Lisbon but work in Porto.", ("profile", "home", "Lisbon", "User lives in Lisbon")),
+    ("I moved to Lisbon for work.", ("profile", "home", "Lisbon", "User lives in Lisbon")),
+    ("I moved to Lisbon 3 years ago", ("profile", "home", "Lisbon", "User lives in Lisbon")),
 ])
 def test_each_statement_kind_becomes_a_fact_about_the_user(acme, text, expected) -> None:
     assert learnt(acme, text) == [expected]
@@ -171,6 +175,12 @@ NOT_A_NEW_VALUE = [
     ("My birthday is May 3.", "My birthday is tomorrow!"),
     ("My birthday is May 3.", "My birthday is next week."),
     ("My birthday is May 3.", "My birthday is on Friday."),
+    ("My birthday is May 3.", "I was born on a Tuesday."),
+    ("I live in Lisbon.", "I moved to a different team."),
+    ("I live in Lisbon.", "I moved to the new office."),
+    ("I live in Lisbon.", "I moved to the cloud last year."),
+    ("I work at Acme.", "I work at the same company as my wife."),
+    ("I'm a nurse.", "I'm a passenger on this flight."),
 ]
 
 
