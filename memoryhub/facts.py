@@ -44,6 +44,13 @@ def same_object(predicate: str, one: str, other: str) -> bool:
     return first == second
 
 
+def _part_of_the_name(one: str, other: str) -> bool:
+    """Whether one name is the other's words or some of them: "Ana" of "Ana Silva" (a
+    first name, "call me Ana") is no other name."""
+    first, second = set(normalized_text(one).split()), set(normalized_text(other).split())
+    return bool(first) and bool(second) and (first <= second or second <= first)
+
+
 def contradicts(*, predicate: str, object_: str, other_predicate: str, other_object: str) -> bool:
     """Whether a fact (``predicate``, ``object_``) makes a fact about the same subject
     with (``other_predicate``, ``other_object``) untrue."""
@@ -51,5 +58,7 @@ def contradicts(*, predicate: str, object_: str, other_predicate: str, other_obj
         return False
     same = same_object(predicate, object_, other_object)
     if predicate == other_predicate:
+        if predicate == "name" and _part_of_the_name(object_, other_object):
+            return False
         return predicate in SINGLE_VALUED and not same
     return same and other_predicate in OPPOSITES.get(predicate, ())

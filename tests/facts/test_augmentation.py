@@ -261,6 +261,18 @@ def test_each_single_valued_predicate_is_contradicted_by_another_value(acme, old
     assert (newer["invalid_at"], older["invalid_at"]) == (None, "2026-06-01T10:00:00Z")
 
 
+def test_a_first_name_does_not_end_the_full_name(acme) -> None:
+    """"Call me Ana" after "my name is Ana Silva" is the same name, shorter: it invalidated
+    the full name. Another name still ends both."""
+    augment(acme, capture(acme, "My name is Ana Silva.", at="2026-01-01T10:00:00Z"))
+    augment(acme, capture(acme, "Call me Ana.", session="s2", at="2026-02-01T10:00:00Z"))
+    assert sorted((f["object"], f["invalid_at"]) for f in facts(acme, include_invalid=True)) == [
+        ("Ana", None), ("Ana Silva", None)]
+    augment(acme, capture(acme, "My name is Bea.", session="s3", at="2026-03-01T10:00:00Z"))
+    assert sorted((f["object"], f["invalid_at"]) for f in facts(acme, include_invalid=True)) == [
+        ("Ana", "2026-03-01T10:00:00Z"), ("Ana Silva", "2026-03-01T10:00:00Z"), ("Bea", None)]
+
+
 def test_a_diet_rule_is_kept_beside_the_diet(acme) -> None:
     """Gluten-free, lactose intolerant, keto, halal or kosher go with any diet: each was read
     as the diet, so "I'm vegetarian and I'm lactose intolerant" left the person no longer
