@@ -241,8 +241,9 @@ _NOT_A_HOME = re.compile(
     r"dorm|bungalow|cottage|basement|attic|tent|van|caravan|trailer|houseboat|loft|room|"
     r"place|building|neighbou?rhood|area|street)$|"
     # not where one lives: "I moved to a different team", "to the new office", "to the cloud"
-    r"(?:an?|the)\s+(?:different|new|other|next|same|better|worse|bigger|smaller|cheaper)\b.*|"
-    r"another\b.*|"
+    # (in lower case: "the New Forest" is a place)
+    r"(?-i:(?:an?|the)\s+(?:different|new|other|next|same|better|worse|bigger|smaller|"
+    r"cheaper)\b.*)|(?-i:another\b.*)|"
     r"(?-i:the\s+(?:cloud|office|team|company|department|project|front|back|top|bottom|side|"
     r"left|right|next level|dark side|beat)\b.*)",
     re.IGNORECASE,

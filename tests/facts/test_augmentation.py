@@ -122,6 +122,8 @@ def learnt(kit, *texts: str) -> list[tuple[str, str, str, str]]:
     ("I live in Lisbon but work in Porto.", ("profile", "home", "Lisbon", "User lives in Lisbon")),
     ("I moved to Lisbon for work.", ("profile", "home", "Lisbon", "User lives in Lisbon")),
     ("I moved to Lisbon 3 years ago", ("profile", "home", "Lisbon", "User lives in Lisbon")),
+    ("I live in the New Forest", ("profile", "home", "the New Forest",
+                                  "User lives in the New Forest")),
 ])
 def test_each_statement_kind_becomes_a_fact_about_the_user(acme, text, expected) -> None:
     assert learnt(acme, text) == [expected]
