@@ -253,7 +253,7 @@ _NOT_AN_EMPLOYER = re.compile(
     r"times|first|last|least|most|once|myself|ourselves|yourself|fun|free|a living|money|"
     r"pay|peanuts|cash|food|hours|days|weeks|months|years|ages|now|a while|long|love|"
     r"nothing|minimum wage|a change|practice|it|that|this|them|him|her|you|"
-    r"(?:the\s+)?same\b.*)"  # "at the same company as my wife"
+    r"(?-i:(?:the\s+)?same\b.*))"  # "at the same company as my wife"
     # "I work at home on Fridays", "for myself most days"; not "Home Depot"
     r"(?:\s+(?:on|in|at|and|or|for|during|every|each|most|some|from|with|to|so|because|"
     r"now|too|sometimes|mostly|usually)\b.*)?$",

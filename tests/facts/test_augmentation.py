@@ -124,6 +124,8 @@ def learnt(kit, *texts: str) -> list[tuple[str, str, str, str]]:
     ("I moved to Lisbon 3 years ago", ("profile", "home", "Lisbon", "User lives in Lisbon")),
     ("I live in the New Forest", ("profile", "home", "the New Forest",
                                   "User lives in the New Forest")),
+    ("I work at Same Day Delivery.", ("profile", "employer", "Same Day Delivery",
+                                      "User works at Same Day Delivery")),
 ])
 def test_each_statement_kind_becomes_a_fact_about_the_user(acme, text, expected) -> None:
     assert learnt(acme, text) == [expected]
