@@ -37,20 +37,22 @@ not replace the true one: "I live in the moment" (or "in fear", "in a flat": a d
 without its place; "I moved to a different team", "to the new office"), "I work at night"
 (or "at home", "for myself", "for a living", "at the same company as ...") and "my birthday
 is tomorrow" (or "next week", "on Friday", "I was born on a Tuesday") are not facts
-(``_NOT_THE_VALUE``). "I moved to GitHub" still is a home: a name is a name. Sentences are split by ``sentencex``
-(Wikimedia's rule-based segmenter: "St. Petersburg" and "the U.S." stay one sentence), then
-at line breaks, ``;`` and before an "I"/"my" that follows ".", "!" or ":" ("OK. I work at").
+(``_NOT_THE_VALUE``). "I moved to GitHub" still is a home: a name is a name.
+
+Sentences are split by ``sentencex`` (Wikimedia's rule-based segmenter: "St. Petersburg" and
+"the U.S." stay one sentence), then at line breaks, ``;`` and before an "I"/"my" that follows
+".", "!" or ":" ("OK. I work at").
 
 As people type: "Im" is "I'm"; a name after "my name is" may be in lower case ("ana" is
 stored "Ana"), and so may a one-word name after "call me" ("call me later" is none); a
 hypothetical clause ("and I will visit Paris") drops itself and what follows, not the clause
 before it; an object ends where the clause goes on ("Berlin in 2020", "Lisbon with my wife",
 "Rex and he is cute", "Acme as an engineer", "Lisbon but work in Porto", "Lisbon for work",
-"Lisbon 3 years ago", a job's "engineer at Google"), while "Trinidad
-and Tobago" stays whole; a diet is stored in lower case ("I'M VEGAN"), and "My Wife is
-Maria" is read as "my wife is Maria". "my", "me", "mine" and "myself" in an object are the
-user's, said in the third person ("I love my dog": "User loves their dog"); typed with a
-capital they are kept ("I like My Chemical Romance").
+"Lisbon 3 years ago", a job's "engineer at Google"), while "Trinidad and Tobago" stays
+whole; a diet is stored in lower case ("I'M VEGAN"), and "My Wife is Maria" is read as "my
+wife is Maria". "my", "me", "mine" and "myself" in an object are the user's, said in the
+third person ("I love my dog": "User loves their dog"); typed with a capital they are kept
+("I like My Chemical Romance").
 
 The summary (``extractive_summary``) is extractive, never written anew: the conversation's
 most central sentences (``user`` and ``assistant`` turns; the previous summary's sentences
@@ -188,7 +190,7 @@ _NOT_A_JOB_NOW = frozenset({
     "good", "bad", "great", "terrible", "awful", "horrible", "poor", "decent", "excellent",
     "amazing", "fantastic", "pretty", "picky", "fussy", "big", "huge", "heavy", "light", "fast",
     "slow", "quick", "avid", "keen", "natural", "born", "total", "complete", "proud", "lazy",
-    "messy", "sound", "restless", "careful", "careless", "former", "ex", "ex-", "retired",
+    "messy", "sound", "restless", "careful", "careless", "former", "ex", "retired",
     "aspiring", "wannabe", "future", "would-be", "failed", "recovering", "frustrated",
 })
 # A pronoun is no object: "I like it" says nothing without the sentence before.
@@ -337,7 +339,8 @@ def _job(match: re.Match[str]) -> Found | None:
     if not value or len(value.split()) > 3:
         return None
     words = value.lower().split()
-    if not _JOB_WORD.search(words[-1]) or words[-1] in _NOT_A_JOB or words[0] in _NOT_A_JOB_NOW:
+    if (not _JOB_WORD.search(words[-1]) or words[-1] in _NOT_A_JOB
+            or words[0] in _NOT_A_JOB_NOW or words[0].startswith("ex-")):  # "an ex-nurse"
         return None
     article = "an" if value[:1].lower() in "aeiou" else "a"
     return Found("profile", f"User works as {article} {value}", "job", value, 0.8)

@@ -174,6 +174,7 @@ NOT_A_NEW_VALUE = [
     ("I'm a nurse.", "I'm a feminist."),
     ("I'm a nurse.", "I'm a good cook."),
     ("I'm a nurse.", "I'm a former teacher."),
+    ("I'm a nurse.", "I'm an ex-teacher."),
     ("I'm a nurse.", "I'm an aspiring writer."),
     ("I'm a nurse.", "I'm a homeowner."),
     ("My birthday is May 3.", "My birthday is tomorrow!"),
