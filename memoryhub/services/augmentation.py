@@ -200,8 +200,10 @@ def augmentation_apply(batch: Batch, extraction: Extraction) -> int:
         fact_learn(end_user=end_user, candidate=candidate, vector=vector,
                    conversation_id=str(conversation.id), process=conversation.process)
     changed = ["augmented_seq"]
-    if extraction.summary is not None and conversation.summary_by != Actor.APP:
+    if (extraction.summary is not None and conversation.summary_by != Actor.APP
+            and extraction.summary != conversation.summary):
         # An app's summary wins: augmentation writes its own only until the app sets one.
+        # The same text again (the same messages read twice) changes nothing, its time included.
         conversation.summary = extraction.summary
         conversation.summary_by = Actor.AUGMENTATION
         conversation.summary_updated_at = timezone.now()

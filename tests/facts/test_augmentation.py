@@ -346,6 +346,19 @@ def test_the_same_messages_twice_change_nothing(acme) -> None:
     assert acme.client.get("/api/v1/events", {"limit": 100}).json()["events"] == events
 
 
+def test_the_same_messages_twice_leave_the_summary_as_it_was(acme) -> None:
+    """Idempotent: the rolling summary of the same messages is the same text, and its time
+    stays the time it was written."""
+    conversation = capture(acme, "I live in Lisbon.", "I love jazz.")
+    url = f"/api/v1/users/{USER}/conversations/{conversation}"
+    augment(acme, conversation)
+    before = acme.client.get(url).json()
+    assert before["summary"] and before["summary_updated_at"]
+    _rewind(acme, conversation)
+    assert augment(acme, conversation) == 2
+    assert acme.client.get(url).json() == before
+
+
 def test_a_fact_the_app_deleted_or_edited_is_not_learnt_again(acme) -> None:
     conversation = capture(acme, "I live in Lisbon.", "I love jazz.")
     augment(acme, conversation)
