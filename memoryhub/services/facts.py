@@ -383,4 +383,45 @@ def facts_sources_drop(*, user_id: str, message_ids: Sequence[UUID | str], actor
     if deleted:
         Fact.objects.filter(id__in=deleted).delete()
         FactSourceKey.objects.filter(fact_id__in=deleted).delete()
+        updated += _invalidations_undone(user_id=user_id, by=deleted, actor=actor)
     return len(deleted), updated
+
+
+def _invalidations_undone(*, user_id: str, by: Sequence[UUID], actor: str) -> int:
+    """What augmentation did with the deleted facts goes with them too: a fact they
+    invalidated (or that was learnt already invalid because of one of them) is true again
+    (``invalid_at`` null, ``updated``), if nothing changed it since and no valid fact still
+    contradicts it. "I moved to Porto" deleted with its conversation leaves "I live in
+    Lisbon" true, as it was before. How many."""
+    gone = set(by)
+    candidates = list(
+        Fact.objects.select_for_update(of=("self",))
+        .filter(end_user__user_id=user_id, invalid_at__isnull=False,
+                id__in=FactVersion.objects.filter(event=FactEvent.INVALIDATED,
+                                                  actor=Actor.AUGMENTATION,
+                                                  related_fact_id__in=list(gone))
+                .values("fact_id"))
+        .order_by("id")
+    )
+    revived = 0
+    for fact in candidates:
+        last = (FactVersion.objects.filter(end_user_id=fact.end_user_id, fact_id=fact.id)
+                .order_by("-id").first())
+        if (last is None or last.event != FactEvent.INVALIDATED or last.related_fact_id not in gone
+                or last.actor != Actor.AUGMENTATION or last.version != fact.version):
+            continue  # changed since it was invalidated: whoever did it decided
+        predicates = [fact.predicate, *OPPOSITES.get(fact.predicate, ())]
+        still = Fact.objects.filter(end_user_id=fact.end_user_id, invalid_at__isnull=True,
+                                    subject=fact.subject, predicate__in=predicates)
+        if fact.predicate and any(
+                contradicts(predicate=other.predicate, object_=other.object,
+                            other_predicate=fact.predicate, other_object=fact.object)
+                for other in still):
+            continue
+        fact.invalid_at = None
+        fact.version += 1
+        fact.save()
+        _history(fact, FactEvent.UPDATED, actor)
+        _changed(fact, user_id=user_id, actor=actor, change=FactEvent.UPDATED)
+        revived += 1
+    return revived

@@ -107,3 +107,56 @@ def test_a_learnt_fact_the_person_edited_stays_when_its_conversation_goes(acme) 
     [kept] = facts(acme, include_invalid=True)  # Lisbon, augmentation's alone, went with it
     assert kept["id"] == jazz["id"] and kept["confidence"] == 0.5
     assert kept["source"] == {"conversation_id": None, "message_ids": []}
+
+
+def _valid(kit) -> list[tuple[str, str | None]]:
+    return sorted((f["object"], f["invalid_at"]) for f in facts(kit, include_invalid=True))
+
+
+def test_what_a_deleted_conversation_contradicted_is_true_again(acme) -> None:
+    """The move to Porto was augmentation's reading of the deleted conversation only: Lisbon,
+    which it invalidated, is true again (updated, by the deleter), as a like that a deleted
+    "no longer like" ended. It stayed invalid, ended by a fact that no longer existed."""
+    first = capture(acme, "I live in Lisbon. I like jazz.", at="2026-01-01T10:00:00Z")
+    augment(acme, first)
+    second = capture(acme, "I moved to Porto. I no longer like jazz.", session="s2",
+                     at="2026-06-01T10:00:00Z")
+    augment(acme, second)
+    lisbon = next(f for f in facts(acme, include_invalid=True) if f["object"] == "Lisbon")
+    assert lisbon["invalid_at"] == "2026-06-01T10:00:00Z"
+    before = len(_fact_changes(acme))
+
+    _delete(acme, second)
+
+    assert _valid(acme) == [("Lisbon", None), ("jazz", None)]
+    history = acme.client.get(f"{FACTS}/{lisbon['id']}/history").json()["history"]
+    assert [(h["version"], h["event"], h["actor"]) for h in history] == [
+        (1, "created", "augmentation"), (2, "invalidated", "augmentation"), (3, "updated", "app")]
+    assert sorted(_fact_changes(acme)[before:]) == [("deleted", "app")] * 2 + [("updated", "app")] * 2
+
+
+def test_a_fact_still_contradicted_or_changed_since_stays_invalid(acme) -> None:
+    first = capture(acme, "I live in Lisbon. I work at Acme.", at="2026-01-01T10:00:00Z")
+    augment(acme, first)
+    second = capture(acme, "I moved to Porto. I work at Globex.", session="s2",
+                     at="2026-06-01T10:00:00Z")
+    augment(acme, second)
+    augment(acme, capture(acme, "I moved to Madrid.", session="s3", at="2026-09-01T10:00:00Z"))
+    acme_fact = next(f for f in facts(acme, include_invalid=True) if f["object"] == "Acme")
+    edited = acme.client.patch(f"{FACTS}/{acme_fact['id']}", {"confidence": 0.5}, format="json")
+    assert edited.status_code == 200  # the app's edit of an invalid fact: its decision now
+
+    _delete(acme, second)
+
+    # Madrid still ends Lisbon; Acme was edited after Globex ended it.
+    assert _valid(acme) == [("Acme", "2026-06-01T10:00:00Z"), ("Lisbon", "2026-06-01T10:00:00Z"),
+                            ("Madrid", None)]
+
+
+def test_a_statement_learnt_already_invalid_is_true_once_the_newer_one_goes(acme) -> None:
+    newer = capture(acme, "I live in Porto.", at="2026-06-01T10:00:00Z")
+    augment(acme, newer)
+    augment(acme, capture(acme, "I live in Lisbon.", session="s2", at="2026-01-01T10:00:00Z"))
+    assert _valid(acme) == [("Lisbon", "2026-06-01T10:00:00Z"), ("Porto", None)]
+    _delete(acme, newer)
+    assert _valid(acme) == [("Lisbon", None)]
