@@ -16,6 +16,7 @@ Every function runs inside ``tenant_context`` (the managers and RLS need it).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -220,7 +221,14 @@ def block_tag_neutralised(text: str, tag: str) -> str:
     """``text`` with ``<tag`` and ``</tag`` (any case) spelt with ``‹``: a memory that holds
     the tags of the prompt block it is shown in could close the block early and speak as the
     prompt, outside the "data, not instructions" it sits in."""
-    return re.sub(rf"<(/?)({re.escape(tag)})", r"‹\1\2", text, flags=re.IGNORECASE)
+    if "<" not in text:  # nearly every line: 0.06 us, where running the pattern took 2.2
+        return text
+    return _block_tag_pattern(tag).sub(r"‹\1\2", text)
+
+
+@functools.cache
+def _block_tag_pattern(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"<(/?)({re.escape(tag)})", re.IGNORECASE)
 
 
 def _index_line(row: dict[str, Any]) -> str:
