@@ -19,6 +19,7 @@ from memoryhub.models import (
     EndUser,
     EventType,
     Fact,
+    FactVersion,
     MemoryDocument,
     MemoryEvent,
     Message,
@@ -308,6 +309,7 @@ class FactSource:
 class FactRow:
     fact: Fact
     sources: list[FactSource]
+    history: list[FactVersion]
 
 
 @dataclass(frozen=True)
@@ -336,19 +338,24 @@ def _message_id(value: object) -> UUID | None:
 
 
 def _fact_rows(end_user: EndUser, facts: list[Fact]) -> list[FactRow]:
-    """Each fact with where its source messages are (one query for them all); a source that
-    is not one of the person's messages is not shown."""
+    """Each fact with where its source messages are and its history, oldest change first (one
+    query for each, for them all); a source that is not one of the person's messages is not
+    shown."""
     ids = {m for f in facts for m in (f.source or {}).get("message_ids") or []}
     uuids = [uuid for uuid in map(_message_id, ids) if uuid is not None]
     located = {str(m_id): FactSource(conversation_id, m_id, seq) for m_id, conversation_id, seq in
                Message.objects.filter(end_user=end_user, id__in=uuids)
                .values_list("id", "conversation_id", "seq")}
+    history: dict[UUID, list[FactVersion]] = {f.pk: [] for f in facts}
+    for version in FactVersion.objects.filter(end_user=end_user,
+                                              fact_id__in=list(history)).order_by("id"):
+        history[version.fact_id].append(version)
     return [FactRow(f, [located[m] for m in (f.source or {}).get("message_ids") or []
-                        if m in located]) for f in facts]
+                        if m in located], history[f.pk]) for f in facts]
 
 
 def person_facts(*, end_user: EndUser) -> PersonFacts:
-    """Two queries: the facts, then where their source messages are."""
+    """Three queries: the facts, where their source messages are, and their history."""
     rows = _fact_rows(end_user, list(Fact.objects.filter(end_user=end_user).order_by("-id")))
     valid = [r for r in rows if r.fact.invalid_at is None]
     groups = [FactGroup(kind, label, [r for r in valid if r.fact.type == kind])

@@ -402,3 +402,42 @@ def test_a_line_break_typed_in_a_fact_is_stored_as_in_the_api(alice, acme) -> No
     saved = client.post(edit, {"content": "User lives in Faro\r\nsince May", "version": 1}, **HTMX)
     assert saved.status_code == 200
     assert _api_facts(acme)[lisbon["id"]]["content"] == "User lives in Faro\nsince May"
+
+
+@BROWSER
+@LIVE
+def test_a_facts_history_is_on_the_page(pages, acme, live_server) -> None:
+    """Every change of a fact is kept (the API's .../facts/{id}/history, the download) and
+    shown under the fact, folded: what it said at each change, when and by whom, also for a
+    fact no longer true. Before: the page showed only the fact's latest text, so the person
+    could not see what was learnt before they or a later conversation changed it."""
+    api, page, _ = _learnt_page(pages, acme, live_server, said=[
+        ("s-1", messages(*SAID, minutes=0)),
+        ("s-2", messages("I moved to Porto.", "Welcome to Porto!", minutes=10))])
+    _kept_page(page)
+    jazz = page.locator("#facts .fact", has_text="User loves jazz")
+    expect(jazz.locator(".fact-history")).to_have_count(0)  # only learnt: nothing to unfold
+    jazz.get_by_role("link", name="Edit").click()
+    jazz_id = jazz.get_attribute("id")
+    page.locator(f"#{jazz_id}").get_by_label("Fact").fill("User loves jazz and blues")
+    page.locator(f"#{jazz_id}").get_by_role("button", name="Save").click()
+    edited = page.locator(f"#{jazz_id}")
+    expect(edited.locator(".fact-content")).to_have_text("User loves jazz and blues")
+    edited.get_by_text("History (2 changes)").click()
+    expect(edited.locator(".fact-history li")).to_have_count(2)
+    expect(edited.locator(".fact-history li").first).to_contain_text(
+        "saved from a conversation: User loves jazz")
+    expect(edited.locator(".fact-history li").last).to_contain_text(
+        "changed by you: User loves jazz and blues")
+
+    lisbon = page.locator("#facts-invalid .fact", has_text="User lives in Lisbon")
+    lisbon.get_by_text("History (2 changes)").click()
+    expect(lisbon.locator(".fact-history li").last).to_contain_text(
+        "marked no longer true from a conversation: User lives in Lisbon")
+    assert _still_kept(page)
+    shot(page, "person-fact-history")
+    [fact] = [f for f in api.http.get("/users/alice/facts").json()["facts"]
+              if f["content"] == "User loves jazz and blues"]
+    history = api.http.get(f"/users/alice/facts/{fact['id']}/history").json()["history"]
+    assert [(h["event"], h["actor"]) for h in history] == [("created", "augmentation"),
+                                                            ("updated", "user")]
