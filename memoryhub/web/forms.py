@@ -29,6 +29,19 @@ def _lf(text: str) -> str:
     return text.replace("\r\n", "\n")
 
 
+def focus_first_error(form: forms.Form) -> None:
+    """A refused form's page opens with the keyboard on the first field that has an error (the
+    form's first field when only the form as a whole was refused), as a person's own forms do."""
+    if not form.is_bound or not form.errors:
+        return
+    names = [name for name in form.fields if name in form.errors] or list(form.fields)
+    for name in names:
+        field = form.fields[name]
+        if not field.widget.is_hidden:
+            field.widget.attrs["autofocus"] = True
+            return
+
+
 def _no_newline(value: str) -> None:
     if "\n" in value or "\r" in value:
         raise forms.ValidationError("The description is one line.")
@@ -185,6 +198,9 @@ class TenantSettingsForm(forms.Form):
         super().__init__(*args, **kwargs)
         for name, label in LIMIT_LABELS.items():
             self.fields[name] = _limit_field(label)
+        # In the page's order, so the first field in error is the first one the page shows.
+        self.order_fields(["name", "memory_enabled", *LIMIT_LABELS, "session_days",
+                           "recall_threshold", "conversation_days"])
         # Each field carries the value the page showed, so ``changed_data`` names only what
         # the admin edited: saving the page must not put back a setting that the API or
         # another admin changed since it was opened.

@@ -501,3 +501,31 @@ def test_concurrent_revocations_leave_one_audit_entry_and_the_first_time(acme, a
         assert invitation_revoke(tenant=acme.tenant, invitation=second_view, actor="two") is False
         assert Invitation.objects.get(pk=first_view.pk).revoked_at == first_view.revoked_at
     assert [e.actor for e in _audit(acme.tenant, "member.invitation_revoked")] == ["one"]
+
+
+def _autofocused(html: str) -> list[str]:
+    """The names of the controls that carry autofocus (the browser focuses the first)."""
+    return re.findall(r'<(?:input|textarea|select)[^>]*\bname="([^"]+)"[^>]*\bautofocus\b', html)
+
+
+def test_a_refused_form_opens_with_the_keyboard_on_the_first_field_in_error(acme,
+                                                                             acme_team) -> None:
+    """Settings, a profile, a key and an invitation refused: the page comes back with the first
+    field in error focused, what was typed kept. Before: nothing had focus, so a keyboard or
+    screen reader user started again at the top of a long form to find what was wrong."""
+    client = signed_in(acme_team.admin)
+    html = client.post("/t/acme/settings", {**SETTINGS, "max_index_tokens": "-1",
+                                            "capture_redact": "ok\n([bad"}).content.decode()
+    assert _autofocused(html) == ["max_index_tokens"]
+    assert "ok\n([bad</textarea>" in html
+    html = client.post("/t/acme/settings", {**SETTINGS, "capture_redact": "([bad"}).content.decode()
+    assert _autofocused(html) == ["capture_redact"]
+    html = client.post("/t/acme/profiles", {"name": "Bad Name"}).content.decode()
+    assert _autofocused(html) == ["name"]
+    html = client.post("/t/acme/keys", {"name": "k", "permissions": ["memory"],
+                                        "user_id": "no spaces"}).content.decode()
+    assert _autofocused(html) == ["user_id"] and 'value="no spaces"' in html
+    html = client.post("/t/acme/members", {"email": "not-an-email", "role": "member"}).content.decode()
+    assert _autofocused(html) == ["email"]
+    for page in ("settings", "profiles", "keys", "members"):  # nothing refused, nothing focused
+        assert _autofocused(client.get(f"/t/acme/{page}").content.decode()) == []

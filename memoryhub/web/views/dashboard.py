@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
+from django.forms import Form
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -39,6 +40,7 @@ from memoryhub.web.forms import (
     RoleForm,
     TenantSettingsForm,
     WebhookSwitchForm,
+    focus_first_error,
 )
 from memoryhub.web.http import HtmxHttpRequest, actor_label
 from memoryhub.web.partials import is_partial_request, render_page
@@ -76,6 +78,9 @@ def _page(request: HtmxHttpRequest, access: TenantAccess, template: str, *,
           section: str, status: int = 200, partials: tuple[str, ...] = (),
           **context: Any) -> HttpResponse:
     context = {"access": access, "tenant": access.tenant, "section": section, **context}
+    for value in context.values():
+        if isinstance(value, Form):
+            focus_first_error(value)
     return render_page(request, f"web/tenant/{template}", context, partials=partials,
                        status=status)
 
