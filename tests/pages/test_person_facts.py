@@ -441,3 +441,17 @@ def test_a_facts_history_is_on_the_page(pages, acme, live_server) -> None:
     history = api.http.get(f"/users/alice/facts/{fact['id']}/history").json()["history"]
     assert [(h["event"], h["actor"]) for h in history] == [("created", "augmentation"),
                                                             ("updated", "user")]
+
+
+def test_a_fact_names_the_process_it_belongs_to(alice, acme) -> None:
+    """A process attribute ("onboarding-complete") is a tag of one process, which the API
+    keeps beside it; the page says which. Before: "Progress: onboarding-complete" alone, so
+    the person could not tell what it was about."""
+    end_user, client = alice
+    for process, tag in (("support-agent", "onboarding-complete"), ("sales-bot", "trial-ended")):
+        response = acme.client.post("/api/v1/users/alice/facts", {
+            "content": tag, "type": "process_attribute", "process": process}, format="json")
+        assert response.status_code == 201, response.content
+    section = _facts_section(client.get(person_url(end_user)).content.decode())
+    for process in ("support-agent", "sales-bot"):
+        assert f'for <code class="fact-process">{process}</code>' in section
