@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Aggregate, OuterRef, QuerySet, Subquery
+from django.db.models import Aggregate, Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from memoryhub.models import RECALL_COLUMNS, Conversation, EndUser, Message
+from memoryhub.models import RECALL_COLUMNS, Conversation, EndUser, Fact, Message
 from memoryhub.selectors.documents import memory_enabled
 from memoryhub.store.conversations import history_recent
 from tenants.models import Tenant
@@ -234,6 +234,14 @@ def conversations_per_person(aggregate: Aggregate) -> Coalesce:
     would multiply the rows both are counted from."""
     rows = (Conversation.objects.filter(end_user=OuterRef("pk")).order_by()
             .values("end_user").annotate(n=aggregate).values("n"))
+    return _OncePerPerson(Subquery(rows), 0)
+
+
+def facts_per_person() -> Coalesce:
+    """How many facts the outer query's person has, valid or not (an annotation of an EndUser
+    queryset, a subquery for the same reason as ``conversations_per_person``), 0 for none."""
+    rows = (Fact.objects.filter(end_user=OuterRef("pk")).order_by()
+            .values("end_user").annotate(n=Count("id")).values("n"))
     return _OncePerPerson(Subquery(rows), 0)
 
 

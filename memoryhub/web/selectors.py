@@ -28,7 +28,7 @@ from memoryhub.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from memoryhub.selectors.conversations import conversations_per_person
+from memoryhub.selectors.conversations import conversations_per_person, facts_per_person
 from memoryhub.selectors.keys import api_keys_listed
 from memoryhub.selectors.usage import DayUsage, usage_day, usage_days
 from memoryhub.services.webhooks import secret_masked
@@ -207,6 +207,7 @@ def end_users_search(*, query: str) -> QuerySet[EndUser]:
         document_count=Count("documents"), bytes_total=Sum("documents__bytes"),
         conversation_count=conversations_per_person(Count("id")),
         message_count=conversations_per_person(Sum("message_count")),
+        fact_count=facts_per_person(),
     ).order_by("user_id")
     if query:
         people = people.filter(user_id__icontains=query)

@@ -529,3 +529,27 @@ def test_a_refused_form_opens_with_the_keyboard_on_the_first_field_in_error(acme
     assert _autofocused(html) == ["email"]
     for page in ("settings", "profiles", "keys", "members"):  # nothing refused, nothing focused
         assert _autofocused(client.get(f"/t/acme/{page}").content.decode()) == []
+
+
+def test_end_users_count_their_facts(acme, globex, acme_team) -> None:
+    """Facts are stored about a person as documents and conversations are; the End users
+    page counts them too (valid or no longer true; never their text). Before: no facts
+    column, so a person with only learnt facts looked as if nothing were kept about them."""
+    write(acme.tenant, "alice", "/a.md", "x")
+    for content in ("User likes tea", "User lives in Lisbon"):
+        assert acme.client.post("/api/v1/users/alice/facts", {"content": content},
+                                format="json").status_code == 201
+    lisbon = acme.client.get("/api/v1/users/alice/facts").json()["facts"][0]
+    assert acme.client.patch(f"/api/v1/users/alice/facts/{lisbon['id']}",
+                             {"invalid_at": "2026-01-01T00:00:00Z"}, format="json",
+                             HTTP_IF_MATCH=f'"{lisbon["version"]}"').status_code == 200
+    assert acme.client.post("/api/v1/users/bob/facts", {"content": "User likes jazz"},
+                            format="json").status_code == 201
+    assert globex.client.post("/api/v1/users/alice/facts", {"content": "User likes gin"},
+                              format="json").status_code == 201
+    html = signed_in(acme_team.admin).get("/t/acme/people").content.decode()
+    assert '<th scope="col" class="num">Facts</th>' in html
+    facts = dict(re.findall(r'<code>(\w+)</code></th>.*?data-label="Facts" class="num">(\d+)<',
+                            html, re.S))
+    assert facts == {"alice": "2", "bob": "1"}
+    assert "Lisbon" not in html and "tea" not in html
