@@ -411,3 +411,25 @@ def test_paging_messages_from_the_keyboard_keeps_focus_on_the_messages(pages, ap
     title.press("Enter")
     expect(transcript).to_have_accessible_name("Messages 1–50 of 55")
     expect(transcript).not_to_be_focused()
+
+
+def test_an_opened_conversation_shows_what_the_app_stored_with_each_message(alice, acme) -> None:
+    """Capture keeps a message's ``id`` (the app's own) and ``metadata`` beside its text, and
+    the download holds them; the opened conversation shows them, folded, with or without
+    htmx. Before: they were stored about the person but on no page."""
+    end_user, client, _ = alice
+    conversation = capture_over_http(acme.client, "alice", "s-9", [
+        {"role": "user", "content": "Hi", "id": "client-7",
+         "metadata": {"channel": "web", "city": "Lisboa ✓", "device": "<b>phone</b>"}},
+        {"role": "assistant", "content": "Hello"}], new_conversation=True)
+    url = person_url(end_user, "web:conversation_open", conversation_id=conversation)
+    for headers in ({}, HTMX):
+        html = client.get(url, **headers).content.decode()
+        assert html.count('class="turn-details"') == 1  # the reply has nothing stored with it
+        shown = html[html.index('class="turn-details"'):]
+        shown = shown[:shown.index("</details>")]
+        assert "<dt>The app's id</dt><dd><code>client-7</code></dd>" in shown
+        assert "<dt>channel</dt><dd>web</dd>" in shown and "<dd>Lisboa ✓</dd>" in shown
+        assert "<dd>&lt;b&gt;phone&lt;/b&gt;</dd>" in shown
+    folded = client.get(person_url(end_user)).content.decode()
+    assert "turn-details" not in folded  # the list's previews stay short
