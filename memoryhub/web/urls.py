@@ -20,6 +20,7 @@ person_urls = [
     path("facts/<uuid:fact_id>/", person.fact_show, name="fact_show"),
     path("facts/<uuid:fact_id>/edit", person.fact_edit, name="fact_edit"),
     path("facts/<uuid:fact_id>/invalidate", person.fact_invalidate, name="fact_invalidate"),
+    path("facts/<uuid:fact_id>/revalidate", person.fact_revalidate, name="fact_revalidate"),
     path("facts/<uuid:fact_id>/delete", person.fact_delete_view, name="fact_delete"),
     path("switch", person.memory_switch, name="memory_switch"),
     path("forget", person.forget, name="forget"),

@@ -59,6 +59,7 @@ PERSON_ACTIONS = [
     ("web:fact_edit", "GET", Fact, {}),
     ("web:fact_edit", "POST", Fact, {"content": "stolen"}),
     ("web:fact_invalidate", "POST", Fact, {}),
+    ("web:fact_revalidate", "POST", Fact, {}),
     ("web:fact_delete", "POST", Fact, {}),
 ]
 # The entry points, which take a secret rather than a session: (route, method).

@@ -455,3 +455,38 @@ def test_a_fact_names_the_process_it_belongs_to(alice, acme) -> None:
     section = _facts_section(client.get(person_url(end_user)).content.decode())
     for process in ("support-agent", "sales-bot"):
         assert f'for <code class="fact-process">{process}</code>' in section
+
+
+def test_a_fact_no_longer_true_can_be_marked_true_again(alice, acme) -> None:
+    """"Still true" undoes "No longer true" (a click by mistake, or a later conversation
+    that misread the person), as the API's PATCH with invalid_at null does, with htmx or
+    without; a page showing an older version changes nothing. Before: a fact once marked no
+    longer true could only be deleted, so one mistaken click lost it from recall for good."""
+    end_user, client = alice
+    _, facts = _learn(acme)
+    jazz, rex = _by_object(facts)["jazz"], _by_object(facts)["Rex"]
+    base = f"{person_url(end_user)}facts"
+    assert client.post(f"{base}/{jazz['id']}/invalidate", {"version": 1}, **HTMX).status_code == 200
+    html = _facts_section(client.get(person_url(end_user)).content.decode())
+    invalid = html[html.index('id="facts-invalid"'):]
+    assert f'action="{base}/{jazz["id"]}/revalidate"' in invalid
+    assert "Still true" in invalid and "Still true" not in html[:html.index('id="facts-invalid"')]
+    refused = client.post(f"{base}/{jazz['id']}/revalidate", {"version": 1}, **HTMX).text
+    assert "changed after you opened it and was not marked" in refused
+    assert _api_facts(acme)[jazz["id"]]["invalid_at"] is not None
+    again = client.post(f"{base}/{jazz['id']}/revalidate", {"version": 2}, **HTMX).text
+    assert again.lstrip().startswith('<section id="facts"')
+    assert "Marked as true again: User loves jazz" in again and 'id="facts-invalid"' not in again
+    shown = _api_facts(acme)[jazz["id"]]
+    assert shown["invalid_at"] is None and shown["updated_by"] == "user"
+    recalled = acme.client.post("/api/v1/users/alice/recall", {"query": "jazz"},
+                                format="json").json()
+    assert "User loves jazz" in recalled["context"]
+    # Without htmx: post/redirect/get.
+    client.post(f"{base}/{rex['id']}/invalidate", {"version": 1})
+    plain = client.post(f"{base}/{rex['id']}/revalidate", {"version": 2})
+    assert plain.status_code == 302 and plain["Location"].endswith("#facts")
+    assert _api_facts(acme)[rex["id"]]["invalid_at"] is None
+    history = acme.client.get(f"/api/v1/users/alice/facts/{rex['id']}/history").json()["history"]
+    assert [(h["event"], h["actor"]) for h in history][-2:] == [("invalidated", "user"),
+                                                                 ("updated", "user")]

@@ -583,6 +583,23 @@ def fact_invalidate(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUI
 @person_page
 @require_POST
 @_answers_gone
+def fact_revalidate(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
+    """"Still true": a fact marked no longer true (by the person, by mistake, or by a later
+    conversation) becomes true again, as the API's PATCH with invalid_at null makes it."""
+    end_user, fact = _locked_fact(access, fact_id)
+    if fact.invalid_at is None:
+        return _facts_changed(request, access, f"Already true: {fact.content}")
+    try:
+        fact_update(end_user=end_user, fact=fact, actor=Actor.USER, invalid_at=None,
+                    expected_version=_expected_version(request))
+    except VersionMismatch:
+        return _facts_changed(request, access, FACT_MOVED_ON.format("marked"), error=True)
+    return _facts_changed(request, access, f"Marked as true again: {fact.content}")
+
+
+@person_page
+@require_POST
+@_answers_gone
 def fact_delete_view(request: HtmxHttpRequest, access: PersonAccess, fact_id: UUID) -> HttpResponse:
     end_user, fact = _locked_fact(access, fact_id)
     try:
