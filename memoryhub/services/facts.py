@@ -36,7 +36,16 @@ from django.utils import timezone
 from memoryhub.augmentation.base import Candidate, candidate_key
 from memoryhub.errors import FactTooLarge, NotText, VersionMismatch
 from memoryhub.facts import MAX_FACT_BYTES, OPPOSITES, contradicts, normalized_text, same_object
-from memoryhub.models import Actor, EndUser, Fact, FactEvent, FactSourceKey, FactVersion, Message
+from memoryhub.models import (
+    Actor,
+    EndUser,
+    Fact,
+    FactEvent,
+    FactSourceKey,
+    FactType,
+    FactVersion,
+    Message,
+)
 from memoryhub.selectors.conversations import parse_uuid
 from memoryhub.selectors.documents import memory_disabled_reason
 from memoryhub.services.documents import credential_check, memory_disabled_error, text_check
@@ -95,10 +104,18 @@ def _changed(fact: Fact, *, user_id: str, actor: str, change: str) -> None:
                        fact_id=str(fact.id), fact_type=fact.type)
 
 
-def _valid_duplicate(end_user: EndUser, normalized: str) -> Fact | None:
+def _valid_duplicate(end_user: EndUser, normalized: str, fact_type: str,
+                     process: str) -> Fact | None:
     return (Fact.objects.select_for_update(of=("self",))
-            .filter(end_user=end_user, normalized=normalized, invalid_at__isnull=True)
+            .filter(_of_the_process(fact_type, process), end_user=end_user,
+                    normalized=normalized, invalid_at__isnull=True)
             .order_by("id").first())
+
+
+def _of_the_process(fact_type: str, process: str) -> Q:
+    """A process attribute is a tag of one process (the contract's ``onboarding-complete``):
+    the same tag of another process is another fact, never its duplicate."""
+    return Q(process=process) if fact_type == FactType.PROCESS_ATTRIBUTE else Q()
 
 
 def _insert(*, end_user: EndUser, data: FactInput, actor: str, invalid_at: datetime | None = None,
@@ -136,7 +153,8 @@ def fact_create(*, tenant: Tenant, end_user: EndUser, data: FactInput, actor: st
     data.metadata = metadata_checked(data.metadata, "metadata")
     credential_check(data.subject, data.predicate, data.object, *metadata_texts(data.metadata))
     if data.invalid_at is None:
-        existing = _valid_duplicate(end_user, normalized_text(data.content))
+        existing = _valid_duplicate(end_user, normalized_text(data.content), data.type,
+                                    data.process)
         if existing is not None:
             return existing, False
     fact = _insert(end_user=end_user, data=data, actor=actor, invalid_at=data.invalid_at)
@@ -223,7 +241,9 @@ def facts_forget(*, end_user: EndUser, actor: str) -> int:
 # --- learning ----------------------------------------------------------------------------------
 
 
-def _same(fact: Fact, candidate: Candidate, normalized: str) -> bool:
+def _same(fact: Fact, candidate: Candidate, normalized: str, process: str) -> bool:
+    if candidate.type == FactType.PROCESS_ATTRIBUTE and fact.process != process:
+        return False  # _of_the_process
     if fact.normalized == normalized:
         return True
     return bool(candidate.predicate) and (
@@ -233,7 +253,8 @@ def _same(fact: Fact, candidate: Candidate, normalized: str) -> bool:
     )
 
 
-def _near_duplicate(end_user: EndUser, candidate: Candidate, vector: Vector | None) -> Fact | None:
+def _near_duplicate(end_user: EndUser, candidate: Candidate, vector: Vector | None,
+                    process: str) -> Fact | None:
     """The valid fact of the candidate's type whose vector is at least
     ``AUGMENTATION_MERGE_SIMILARITY`` similar to the candidate's, locked; None without a
     vector or such a fact. Never a structured fact when the candidate is structured too: those
@@ -246,7 +267,8 @@ def _near_duplicate(end_user: EndUser, candidate: Candidate, vector: Vector | No
     if nearest is None or nearest[1] < settings.AUGMENTATION_MERGE_SIMILARITY:
         return None
     fact = (Fact.objects.select_for_update(of=("self",))
-            .filter(id=nearest[0], invalid_at__isnull=True).first())
+            .filter(_of_the_process(candidate.type, process), id=nearest[0],
+                    invalid_at__isnull=True).first())
     if fact is None or (candidate.predicate and fact.predicate):
         return None  # two structured facts: contradictions and merges go by the triple
     return fact
@@ -271,9 +293,9 @@ def fact_learn(
                 end_user=end_user, invalid_at__isnull=True)
         .order_by("id")
     )
-    same = next((fact for fact in related if _same(fact, candidate, normalized)), None)
+    same = next((fact for fact in related if _same(fact, candidate, normalized, process)), None)
     if same is None:
-        same = _near_duplicate(end_user, candidate, vector)
+        same = _near_duplicate(end_user, candidate, vector, process)
     if same is not None:
         _merge(same, candidate, end_user=end_user, conversation_id=conversation_id)
         outcome, fact_id = "merged", same.id

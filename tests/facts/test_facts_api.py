@@ -201,3 +201,15 @@ def test_forget_everything_leaves_no_fact_history_or_key(acme, globex) -> None:
         assert not MemoryEvent.objects.filter(type="fact.changed").exists()
     with tenant_context(globex.tenant.id):
         assert Fact.objects.count() == 1 and FactVersion.objects.count() == 1
+
+
+def test_a_process_attribute_is_the_same_fact_only_within_its_process(acme) -> None:
+    """A process attribute is a tag of one process: the same tag for another process is a
+    fact of its own. It was answered 200 with the first process's fact."""
+    tag = {"content": "onboarding-complete", "type": "process_attribute"}
+    first = acme.client.post(FACTS, {**tag, "process": "support-agent"}, format="json")
+    other = acme.client.post(FACTS, {**tag, "process": "sales-agent"}, format="json")
+    again = acme.client.post(FACTS, {**tag, "process": "support-agent"}, format="json")
+    assert (first.status_code, other.status_code, again.status_code) == (201, 201, 200)
+    assert other.json()["id"] != first.json()["id"] and again.json()["id"] == first.json()["id"]
+    assert other.json()["process"] == "sales-agent"

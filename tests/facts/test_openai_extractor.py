@@ -166,3 +166,18 @@ def test_a_client_error_is_not_retried(acme, llm) -> None:
     run(acme, conversation)
     assert len(llm.requests) == 2  # one per run (the run and its retry), none by the client
     assert "HTTP 401: bad key" in failures(acme)[0].error
+
+
+def test_a_process_attribute_learnt_in_another_process_is_its_own_fact(acme, llm) -> None:
+    """The same tag learnt in two processes' conversations: two facts, each of its process
+    (the second was merged into the first process's fact)."""
+    onboarded = {"message": 1, "type": "process_attribute", "content": "onboarding-complete",
+                 "confidence": 0.9}
+    for session, process in (("s1", "support-agent"), ("s2", "sales-agent")):
+        response = acme.client.post(f"/api/v1/users/{USER}/sessions/{session}/messages", {
+            "messages": [{"role": "user", "content": "I finished the onboarding."}],
+            "process": process}, format="json")
+        llm.script(answer(onboarded))
+        run(acme, response.json()["conversation_id"])
+    learnt = [f for f in facts(acme) if f["type"] == "process_attribute"]
+    assert sorted(f["process"] for f in learnt) == ["sales-agent", "support-agent"]
