@@ -22,6 +22,7 @@ from queue import Empty
 from time import monotonic
 from typing import Any
 
+import redis
 from kombu.transport import filesystem as kombu_filesystem
 from kombu.transport import redis as kombu_redis
 from kombu.utils.encoding import str_to_bytes
@@ -37,6 +38,15 @@ class Channel(kombu_redis.Channel):
         if asynchronous:  # the worker's BRPOP client: kombu already keeps one per channel
             # kombu-stubs lack Channel._create_client (kombu's redis.py defines it).
             return super()._create_client(asynchronous=True)  # type: ignore[misc]
+        if self.connection.client is None:
+            # Celery 5.7's consumer, on a lost broker connection, collects the connection
+            # (which detaches the transport from it) and then closes it; closing restores the
+            # unacknowledged messages, which needs a client and found no connection details:
+            # AttributeError, which nothing catches, and the worker stopped ("Unrecoverable
+            # error"). As a connection error it is ignored, as Redis being away already was;
+            # the messages stay in Redis's unacked table and come back after the visibility
+            # timeout.
+            raise redis.exceptions.ConnectionError("the broker connection is closed")
         # The pool is replaced after a fork or a disconnect; the client must follow it.
         pool = self.pool
         if self._sync_client is None or self._sync_client.connection_pool is not pool:

@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 from kombu import Connection, Exchange, Producer, Queue
+from kombu.common import ignore_errors
 
 import memoryhub.celery  # noqa: F401 - maps redis:// to memoryhub.infra.broker
 from memoryhub.infra.broker import Channel, FilesystemChannel
@@ -51,6 +53,34 @@ def test_publishes_reuse_one_client_per_pool_and_every_message_arrives(queue_nam
     # kombu's Redis messages carry their body base64-encoded
     bodies = sorted(json.loads(base64.b64decode(json.loads(message)["body"]))["n"] for message in raw)
     assert bodies == [0, 1, 2]
+
+
+def test_a_lost_connection_closed_with_a_message_unacknowledged_keeps_the_message(
+        queue_name: str) -> None:
+    """Celery 5.7's consumer, when Redis goes away, collects the broker connection, then
+    closes it. When closing the channel failed during the collect (its BRPOP read raised), the
+    collect still detached the transport, and the close then tried to put back the message a
+    task was working on with no connection details: AttributeError, which nothing caught, and
+    the worker stopped for good ("Unrecoverable error"). Here the transport is detached as the
+    collect does, then the connection closed as celery does. The message stays in Redis and
+    is delivered again once the visibility timeout has passed."""
+    options = {"visibility_timeout": 1}
+    queue = Queue(queue_name, Exchange(queue_name), routing_key=queue_name)
+    with Connection(REDIS_URL) as connection:
+        Producer(connection.default_channel).publish(
+            {"n": 7}, exchange=queue.exchange, routing_key=queue_name, declare=[queue],
+            serializer="json")
+    lost = Connection(REDIS_URL, transport_options=options)
+    channel = lost.default_channel
+    assert queue(channel).get(no_ack=False) is not None  # a task is working on it
+    channel._disconnect_pools()  # what the channel's failed close had done
+    lost._do_close_transport()  # what collect() does after it
+    ignore_errors(lost, lost.close)  # celery's on_connection_error_after_connected
+    time.sleep(1.1)  # the visibility timeout
+    with Connection(REDIS_URL, transport_options=options) as again:
+        again.default_channel.qos.restore_visible()
+        message = queue(again.default_channel).get(no_ack=True)
+    assert message is not None and message.payload == {"n": 7}
 
 
 # --- the filesystem transport (make run's default broker) ------------------------------------
