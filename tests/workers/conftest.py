@@ -24,11 +24,10 @@ from pathlib import Path
 
 import kombu.pools
 import pytest
-import redis
 
 from memoryhub.celery import app as celery_app
 from memoryhub.infra.publisher import embedding_publisher, record_publisher
-from memoryhub.infra.queues import WEBHOOKS, task_queues, webhooks_queue
+from memoryhub.infra.queues import WEBHOOKS, task_queues
 
 REDIS_URL = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
 READY_TIMEOUT = 60.0
@@ -119,17 +118,11 @@ def celery_pointed_at(broker_url: str, queue: str) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def celery_worker(django_db_setup, tmp_path_factory) -> Iterator[str]:
-    """Start the workers for the module; yields the queue name."""
-    redis.Redis.from_url(REDIS_URL).ping()  # Redis is part of the test environment (.ci/run)
-    queue = f"memoryhub-test-{uuid.uuid4().hex[:12]}"
-    log = Path(tmp_path_factory.mktemp("worker")) / "worker.log"
-    try:
-        with worker_running(log, broker_url=REDIS_URL, queue=queue), \
-                celery_pointed_at(REDIS_URL, queue):
-            yield queue
-    finally:
-        redis.Redis.from_url(REDIS_URL).delete(queue, webhooks_queue(queue))
+def celery_worker(celery_workers_of_the_run: str) -> Iterator[str]:
+    """The run's workers (tests/conftest.py), with this process's Celery pointed at them for
+    the module; yields the queue name."""
+    with celery_pointed_at(REDIS_URL, celery_workers_of_the_run):
+        yield celery_workers_of_the_run
 
 
 def wait_for(predicate, *, timeout: float = 20.0, interval: float = 0.1):
