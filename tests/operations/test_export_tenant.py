@@ -121,3 +121,17 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_export(
                                                    ).exists()
     with tenant_context(acme.tenant.id):
         assert not AuditEntry.objects.filter(action="tenant.exported").exists()
+
+
+def test_an_existing_file_is_replaced_only_with_force(acme, tmp_path) -> None:
+    """An earlier export under the same name was silently replaced; now it is kept, with an
+    error that says how to replace it."""
+    target = tmp_path / "acme.jsonl"
+    target.write_text("an earlier export\n")
+    with pytest.raises(CommandError, match="exists: name another file, or add --force"):
+        export("acme", "--output", str(target))
+    assert target.read_text() == "an earlier export\n"
+    with tenant_context(acme.tenant.id):
+        assert not AuditEntry.objects.filter(action="tenant.exported").exists()
+    export("acme", "--output", str(target), "--force")
+    assert target.read_text().startswith('{"kind":"export"')

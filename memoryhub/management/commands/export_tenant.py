@@ -21,7 +21,8 @@ Everything is read in one read-only transaction that sees one snapshot (REPEATAB
 writes made while the export runs are in none of it rather than in part of it, and streamed:
 records are written as they are read, progress goes to stderr (stdout may be the data). With
 ``--output``, the file appears under its name only when complete (``FILE.partial`` until
-then); a name ending in ``.gz`` is gzipped. The export is recorded in the tenant's audit log.
+then), and an existing one is replaced only with ``--force``; a name ending in ``.gz`` is
+gzipped. The export is recorded in the tenant's audit log.
 """
 
 from __future__ import annotations
@@ -117,9 +118,10 @@ Write = Callable[[str], object]
 
 
 @contextmanager
-def _opened(output: str, stdout: OutputWrapper) -> Iterator[Write]:
+def _opened(output: str, stdout: OutputWrapper, *, force: bool = False) -> Iterator[Write]:
     """Where the lines go: stdout for "-"; else FILE.partial, renamed to FILE once everything
-    is written (and removed if the export fails)."""
+    is written (and removed if the export fails). An existing FILE, most likely an earlier
+    export, is replaced only with ``force``."""
     if output == "-":
         yield stdout.write  # every line ends with its newline: the wrapper adds none
         stdout.flush()
@@ -127,6 +129,8 @@ def _opened(output: str, stdout: OutputWrapper) -> Iterator[Write]:
     path = Path(output)
     if not output or path.is_dir():  # found only at the end, by the rename, after all the work
         raise CommandError(f"Cannot write the export to {output!r}: name a file to write.")
+    if path.exists() and not force:
+        raise CommandError(f"{output!r} exists: name another file, or add --force to replace it.")
     partial = path.with_name(path.name + ".partial")
     try:
         stream = (gzip.open(partial, "wt", encoding="utf-8") if path.suffix == ".gz"
@@ -148,12 +152,14 @@ class Command(BaseCommand):
         parser.add_argument("slug")
         parser.add_argument("--output", "-o", default="-",
                             help="a file to write (.gz: gzipped); default: stdout")
+        parser.add_argument("--force", action="store_true",
+                            help="replace the --output file if it exists")
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = Tenant.objects.filter(slug=options["slug"]).first()
         if tenant is None:
             raise CommandError(f"No tenant {options['slug']!r}.")
-        with _opened(options["output"], self.stdout) as write:
+        with _opened(options["output"], self.stdout, force=options["force"]) as write:
             written = self._export(tenant, write)
         with tenant_context(tenant.pk):
             audit_record(tenant=tenant, actor=ACTOR, action="tenant.exported",
