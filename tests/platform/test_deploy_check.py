@@ -17,6 +17,7 @@ What cannot run here (the image, compose, systemd itself) is listed in README "D
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -457,3 +458,17 @@ def test_beat_starts_with_the_schedule_of_the_settings(tmp_path) -> None:
         # Celery adds its own result cleanup to the settings' entries.
         assert set(schedule["entries"]) - {"celery.backend_cleanup"} == set(
             settings.CELERY_BEAT_SCHEDULE)
+
+
+def test_the_image_gets_none_of_the_files_git_keeps_out_of_deploy() -> None:
+    """deploy/compose/memoryhub.env is where the README has an operator put the secrets; git
+    ignores it, but the Dockerfile's ``COPY deploy deploy`` took it into the image, for
+    anyone who can pull the image to read."""
+    ignored = [line.strip().rstrip("/") for line in (ROOT / ".gitignore").read_text().splitlines()
+               if line.strip().startswith("deploy/")]
+    docker = [line.strip().rstrip("/") for line in (ROOT / ".dockerignore").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    assert "deploy/compose/memoryhub.env" in ignored
+    left_in = [path for path in ignored if not any(fnmatch.fnmatch(path, p) for p in docker)]
+    assert left_in == []
+    assert "COPY deploy deploy" in (DEPLOY / "Dockerfile").read_text()  # what takes them
