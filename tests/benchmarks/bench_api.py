@@ -36,6 +36,7 @@ from tests.benchmarks.benchserver import (
     gunicorn,
     machine_speed,
     manage,
+    one_each_at_least,
     percentile,
     postmaster_pid,
     purge_queue,
@@ -210,6 +211,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3,
                         help="runs of --seconds each; the figures vary by about 10%% between runs")
     args = parser.parse_args()
+    one_each_at_least(parser, args, "users")
 
     env = bench_env("bench_api")
     manage(env, "migrate", "--no-input")

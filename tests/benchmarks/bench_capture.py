@@ -268,6 +268,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--show-sql", action="store_true", help="print each request's SQL")
     args = parser.parse_args()
+    server.one_each_at_least(parser, args, "readers", "writers")
 
     env = server.bench_env("bench_capture")
     server.manage(env, "migrate", "--no-input")

@@ -37,6 +37,7 @@ from tests.benchmarks.benchserver import (
     gunicorn,
     machine_speed,
     percentile,
+    results_of,
     start_worker,
 )
 
@@ -117,9 +118,7 @@ def parallel(options: dict[str, Any], batch: int, texts: list[str], seconds: flo
              for _ in range(processes)]
     for proc in procs:
         proc.start()
-    rates = [queue.get() for _ in procs]
-    for proc in procs:
-        proc.join()
+    rates = results_of(queue, procs)
     return sum(wall for wall, _ in rates), sum(cpu for _, cpu in rates)
 
 

@@ -55,6 +55,7 @@ from tests.benchmarks.benchserver import (
     machine_speed,
     manage,
     percentile,
+    results_of,
     server_cpu_seconds,
 )
 
@@ -424,9 +425,7 @@ def run_http(
              for i in range(clients)]
     for proc in procs:
         proc.start()
-    results = [queue.get() for _ in procs]
-    for proc in procs:
-        proc.join()
+    results = results_of(queue, procs)
     merged: dict = {"latency": [], "embed": [], "search": [], "app": [], "errors": 0}
     for latencies, embeds, searches, apps, errors in results:
         merged["latency"] += latencies

@@ -74,6 +74,7 @@ from tests.benchmarks.benchserver import (
     free_port,
     machine_speed,
     manage,
+    one_each_at_least,
     percentile,
     purge_queue,
     run_clients,
@@ -765,6 +766,7 @@ def main() -> None:
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help="a subset of " + ",".join(SYSTEMS))
     args = parser.parse_args()
+    one_each_at_least(parser, args, "users")
     if args.quick:
         args.users, args.queries, args.seconds = 15, 150, 2
     chosen = [name for name in SYSTEMS if name in args.systems.split(",")]

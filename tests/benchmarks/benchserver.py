@@ -11,9 +11,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from queue import Empty
+from typing import Any
 
 import httpx
 
@@ -212,7 +214,36 @@ def run_clients(target: Callable[..., None], args: Callable[[int], tuple], clien
     procs = [mp.Process(target=target, args=(*args(i), queue)) for i in range(clients)]
     for proc in procs:
         proc.start()
-    results = [queue.get() for _ in procs]
+    return results_of(queue, procs)
+
+
+def one_each_at_least(parser: Any, args: Any, *counts: str) -> None:
+    """Stop with a usage error when one of ``counts`` (options) is under ``--clients``: the
+    clients share them out, and a client with none had nothing to ask and counted every try as
+    an error."""
+    for name in counts:
+        if getattr(args, name) < args.clients:
+            parser.error(f"--{name} {getattr(args, name)} is fewer than --clients {args.clients}:"
+                         f" each client needs one at least")
+
+
+def results_of(queue: Any, procs: Sequence[Any]) -> list:
+    """What each of ``procs`` puts on ``queue``, once all have; then they are joined.
+
+    A client that dies before it puts its figures (a traceback, an out-of-memory kill) used to
+    leave the benchmark waiting for them forever. It stops now, naming the client; its own
+    traceback is printed above by multiprocessing."""
+    results: list = []
+    while len(results) < len(procs):
+        try:
+            results.append(queue.get(timeout=1))
+        except Empty:
+            dead = next((proc for proc in procs if proc.exitcode not in (None, 0)), None)
+            if dead is not None:
+                for proc in procs:
+                    proc.terminate()
+                raise SystemExit(f"a benchmark client ({dead.name}) exited with code "
+                                 f"{dead.exitcode} before it reported; its error is above")
     for proc in procs:
         proc.join()
     return results
