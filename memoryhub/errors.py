@@ -87,6 +87,13 @@ class FactTooLarge(MemoryRefusal):
     code = "fact_too_large"
 
 
+class FactTimesOutOfOrder(MemoryRefusal):
+    """``invalid_at`` before ``valid_at``: a fact no longer true before it was true."""
+
+    code = "invalid_request"
+    http_status = 400
+
+
 class FactNotFound(MemoryRefusal):
     code = "not_found"
     http_status = 404

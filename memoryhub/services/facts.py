@@ -34,7 +34,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memoryhub.augmentation.base import Candidate, candidate_key
-from memoryhub.errors import FactTooLarge, NotText, VersionMismatch
+from memoryhub.errors import FactTimesOutOfOrder, FactTooLarge, NotText, VersionMismatch
 from memoryhub.facts import MAX_FACT_BYTES, OPPOSITES, contradicts, normalized_text, same_object
 from memoryhub.models import (
     Actor,
@@ -152,6 +152,11 @@ def fact_create(*, tenant: Tenant, end_user: EndUser, data: FactInput, actor: st
     data.content = fact_content_check(data.content)
     data.metadata = metadata_checked(data.metadata, "metadata")
     credential_check(data.subject, data.predicate, data.object, *metadata_texts(data.metadata))
+    if data.valid_at is None and data.invalid_at is not None:
+        # A fact of the past with no time it was stated: it was true until then at least, not
+        # stated now, after it stopped being true.
+        data.valid_at = min(timezone.now(), data.invalid_at)
+    _times_in_order(data.valid_at or timezone.now(), data.invalid_at)
     if data.invalid_at is None:
         existing = _valid_duplicate(end_user, normalized_text(data.content), data.type,
                                     data.process)
@@ -160,6 +165,13 @@ def fact_create(*, tenant: Tenant, end_user: EndUser, data: FactInput, actor: st
     fact = _insert(end_user=end_user, data=data, actor=actor, invalid_at=data.invalid_at)
     _changed(fact, user_id=end_user.user_id, actor=actor, change=FactEvent.CREATED)
     return fact, True
+
+
+def _times_in_order(valid_at: datetime, invalid_at: datetime | None) -> None:
+    if invalid_at is not None and invalid_at < valid_at:
+        raise FactTimesOutOfOrder(
+            f"invalid_at ({invalid_at.isoformat()}) is before valid_at ({valid_at.isoformat()}):"
+            " a fact can stop being true only after it was stated.")
 
 
 def _version_check(fact: Fact, expected_version: int | None) -> None:

@@ -178,6 +178,25 @@ def test_a_fact_of_the_past_is_created_no_longer_true_and_beside_a_valid_twin(ac
     assert acme.client.get(f"{FACTS}/{past['id']}/history").json()["history"][0]["event"] == "created"
 
 
+def test_a_fact_cannot_stop_being_true_before_it_was_stated(acme) -> None:
+    """A POST naming both times, invalid_at before valid_at, was stored as sent: a fact no
+    longer true before it was true. Now 400, naming both times, and nothing is written. A fact
+    of the past sent without valid_at was stated "now", after it stopped being true: it is
+    taken as stated when it stopped."""
+    refused = acme.client.post(FACTS, {"content": "User lives in Rome",
+                                       "valid_at": "2024-01-01T00:00:00Z",
+                                       "invalid_at": "2023-01-01T00:00:00Z"}, format="json")
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["error"]["code"] == "invalid_request"
+    assert "is before valid_at" in refused.json()["error"]["message"]
+    with tenant_context(acme.tenant.id):
+        assert not Fact.objects.exists()
+    past = create(acme, "User lived in Oslo", invalid_at="2023-01-01T00:00:00Z")
+    assert past["valid_at"] == past["invalid_at"] == "2023-01-01T00:00:00Z"
+    # A PATCH may still date an end before the time a fact was recorded (valid_at defaults to
+    # when it was written, not when it became true).
+
+
 def test_memory_off_for_the_person_refuses_a_new_fact(acme) -> None:
     acme.client.patch("/api/v1/users/alice", {"memory_enabled": False}, format="json")
     response = acme.client.post(FACTS, {"content": "User likes tea"}, format="json")

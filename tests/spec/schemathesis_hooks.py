@@ -33,6 +33,7 @@ _CURSORS = ("cursor", "before", "after")  # after: a session's messages (the eve
 
 _URL_REFUSALS = ("url: Enter a valid URL.", "The URL must be", "Put no credentials")
 _SPELT_TWICE = "are one setting; they differ here."
+_TIMES_OUT_OF_ORDER = ") is before valid_at ("
 _NUL_IN_METADATA = "metadata holds a NUL character."
 _STATE_LIMITS = frozenset({"document_too_large", "scope_full", "message_too_large",
                            "fact_too_large", "summary_too_large", "credential_detected"})
@@ -99,6 +100,10 @@ def _accepted_refusal(case: Any, response: Any) -> str | None:
         # max_message_bytes and max_history_tokens are spelt twice (top level and in
         # `limits`) and must agree: no JSON Schema keyword compares two values.
         return "one setting spelt twice with two values"
+    if code == "invalid_request" and _TIMES_OUT_OF_ORDER in _message(response):
+        # A fact's invalid_at must not precede its valid_at (memoryhub/services/facts.py): no
+        # JSON Schema keyword compares two values either.
+        return "a fact's end before its start"
     return None
 
 
