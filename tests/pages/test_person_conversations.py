@@ -420,7 +420,8 @@ def test_an_opened_conversation_shows_what_the_app_stored_with_each_message(alic
     end_user, client, _ = alice
     conversation = capture_over_http(acme.client, "alice", "s-9", [
         {"role": "user", "content": "Hi", "id": "client-7",
-         "metadata": {"channel": "web", "city": "Lisboa ✓", "device": "<b>phone</b>"}},
+         "metadata": {"channel": "web", "city": "Lisboa ✓", "device": "<b>phone</b>",
+                      "client": {"name": "app", "beta": True, "seat": None}, "tags": [1, "a"]}},
         {"role": "assistant", "content": "Hello"}], new_conversation=True)
     url = person_url(end_user, "web:conversation_open", conversation_id=conversation)
     for headers in ({}, HTMX):
@@ -431,5 +432,9 @@ def test_an_opened_conversation_shows_what_the_app_stored_with_each_message(alic
         assert "<dt>The app's id</dt><dd><code>client-7</code></dd>" in shown
         assert "<dt>channel</dt><dd>web</dd>" in shown and "<dd>Lisboa ✓</dd>" in shown
         assert "<dd>&lt;b&gt;phone&lt;/b&gt;</dd>" in shown
+        # Nested values as the app sent them, JSON, not Python's {'name': 'app', ...} and True
+        assert ('<dt>client</dt><dd>{&quot;beta&quot;: true, &quot;name&quot;: &quot;app&quot;,'
+                ' &quot;seat&quot;: null}</dd>') in shown
+        assert "<dt>tags</dt><dd>[1, &quot;a&quot;]</dd>" in shown
     folded = client.get(person_url(end_user)).content.decode()
     assert "turn-details" not in folded  # the list's previews stay short
