@@ -10,6 +10,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, QuerySet, Sum
 from django.utils import timezone
 
@@ -322,11 +323,19 @@ class FactGroup:
 
 @dataclass(frozen=True)
 class PersonFacts:
-    """The facts section: the valid facts grouped by type (in FACT_GROUP_LABELS' order), and
-    the ones no longer true apart, each with the messages it came from (the ones still kept)."""
+    """The facts section: a page of the valid facts grouped by type (in FACT_GROUP_LABELS'
+    order), and a page of the ones no longer true apart, each with the messages it came from
+    (the ones still kept)."""
 
     groups: list[FactGroup]
     invalid: list[FactRow]
+    page: Page[Fact]
+    invalid_page: Page[Fact]
+
+
+# Facts a page shows of each kind (valid, no longer true), newest first: augmentation makes
+# hundreds over months, and 400 facts with their history made a page of 700 KB.
+FACTS_PAGE = 50
 
 
 def _message_id(value: object) -> UUID | None:
@@ -355,14 +364,26 @@ def _fact_rows(end_user: EndUser, facts: list[Fact]) -> list[FactRow]:
                         if m in located], history[f.pk]) for f in facts]
 
 
-def person_facts(*, end_user: EndUser) -> PersonFacts:
-    """Three queries: the facts, where their source messages are, and their history."""
-    rows = _fact_rows(end_user, list(Fact.objects.filter(end_user=end_user).order_by("-id")))
+def person_facts(*, end_user: EndUser, page_number: int | str | None = None,
+                 invalid_page_number: int | str | None = None,
+                 showing: Fact | None = None) -> PersonFacts:
+    """A page of each (a bad or too large number gives the first or the last): the counts,
+    the pages, where their source messages are and their history. ``showing``: a fact the
+    person is working on (an edit without htmx), shown in its place whatever the page."""
+    facts = Fact.objects.filter(end_user=end_user).order_by("-id")
+    page = Paginator(facts.filter(invalid_at__isnull=True), FACTS_PAGE).get_page(page_number)
+    invalid_page = Paginator(facts.filter(invalid_at__isnull=False),
+                             FACTS_PAGE).get_page(invalid_page_number)
+    shown = [*page.object_list, *invalid_page.object_list]
+    if showing is not None and showing.pk not in {f.pk for f in shown}:
+        shown.insert(0, showing)
+    rows = _fact_rows(end_user, shown)
     valid = [r for r in rows if r.fact.invalid_at is None]
     groups = [FactGroup(kind, label, [r for r in valid if r.fact.type == kind])
               for kind, label in FACT_GROUP_LABELS.items()]
     return PersonFacts(groups=[g for g in groups if g.rows],
-                       invalid=[r for r in rows if r.fact.invalid_at is not None])
+                       invalid=[r for r in rows if r.fact.invalid_at is not None],
+                       page=page, invalid_page=invalid_page)
 
 
 def person_fact(*, end_user: EndUser, fact: Fact) -> FactRow:

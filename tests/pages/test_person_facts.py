@@ -490,3 +490,27 @@ def test_a_fact_no_longer_true_can_be_marked_true_again(alice, acme) -> None:
     history = acme.client.get(f"/api/v1/users/alice/facts/{rex['id']}/history").json()["history"]
     assert [(h["event"], h["actor"]) for h in history][-2:] == [("invalidated", "user"),
                                                                  ("updated", "user")]
+
+
+def test_facts_are_paged_each_kind_apart_newest_first(alice, acme) -> None:
+    """Every fact of the person was on the page, each with its history: 400 facts made a page
+    of 700 KB. Now 50 of each kind (true, no longer true) a page, newest first, each list with
+    its own pager; a fact opened to edit without htmx is shown whatever its page."""
+    end_user, client = alice
+    facts = "/api/v1/users/alice/facts"
+    made = [acme.client.post(facts, {"content": f"User visited city {n:03}"}, format="json")
+            for n in range(53)]
+    for n in range(51):
+        acme.client.post(facts, {"content": f"User lived in town {n:03}", "invalid_at":
+                                 "2021-01-01T00:00:00Z"}, format="json")
+    url = person_url(end_user)
+    first = _facts_section(client.get(url).content.decode())
+    assert first.count('class="fact') >= 100 and "city 052" in first and "city 003" in first
+    assert "city 002" not in first and "town 050" in first and "town 000" not in first
+    assert f'href="{url}?facts=2#facts"' in first and f'href="{url}?invalid=2#facts-invalid"' in first
+    second = _facts_section(client.get(f"{url}?facts=2").content.decode())
+    assert "city 002" in second and "city 000" in second and "city 003" not in second
+    assert "Page 2 of 2" in second and f'href="{url}?facts=1#facts"' in second
+    oldest = made[0].json()["id"]
+    form = client.get(f"{url}facts/{oldest}/edit").content.decode()
+    assert f'id="fact-{oldest}-content"' in form and "city 000" in form

@@ -107,15 +107,21 @@ def _place(data: QueryDict) -> tuple[int, int]:
 
 
 def _context(access: PersonAccess, *, conversations_at: int | str | None = None,
-             **extra: Any) -> dict[str, Any]:
+             facts_at: QueryDict | None = None, **extra: Any) -> dict[str, Any]:
+    """``facts_at``: the query that names the facts' pages (``facts``, ``invalid``)."""
     end_user = access.end_user
+    focus = extra.get("fact_focus")
+    facts = partial(person_facts, end_user=end_user,
+                    page_number=facts_at.get("facts") if facts_at else None,
+                    invalid_page_number=facts_at.get("invalid") if facts_at else None,
+                    showing=focus.fact if focus else None)
     return {
         "access": access,
         "tenant": access.tenant,
         "end_user": end_user,
         "person_url": _person_url(access),
         "groups": end_user_memory(end_user=end_user),
-        "facts": SimpleLazyObject(partial(person_facts, end_user=end_user)),
+        "facts": SimpleLazyObject(facts),
         # Read only by renders that show the section (not by a document's partial).
         "conversation_list": SimpleLazyObject(partial(_conversation_list, access,
                                                       conversations_at)),
@@ -223,7 +229,8 @@ def _refused(request: HtmxHttpRequest, access: PersonAccess, notice: str) -> Htt
 @person_page
 @require_GET
 def page(request: HtmxHttpRequest, access: PersonAccess) -> HttpResponse:
-    return render(request, TEMPLATE, _context(access, conversations_at=request.GET.get("page")))
+    return render(request, TEMPLATE, _context(access, conversations_at=request.GET.get("page"),
+                                              facts_at=request.GET))
 
 
 @person_page
