@@ -701,7 +701,7 @@ class ExportSerializer(EndUserSerializer):
     conversations = ConversationExportSerializer(many=True)  # type: ignore[assignment]
     facts = FactExportSerializer(many=True, help_text="valid and invalid, oldest first")
     deleted_facts = DeletedFactExportSerializer(
-        many=True, help_text="the history still stored of facts deleted since")
+        many=True, help_text="the history still stored of facts deleted since: events and times, no text")
 
 
 def portal_link_record_representation(link: PortalLink) -> dict[str, Any]:

@@ -91,10 +91,12 @@ def _source(conversation_id: str | None, message_ids: list[str]) -> dict[str, An
     return {"conversation_id": conversation_id, "message_ids": message_ids}
 
 
-def _history(fact: Fact, event: str, actor: str, related: UUID | None = None) -> None:
+def _history(fact: Fact, event: str, actor: str, related: UUID | None = None, *,
+             content: str | None = None) -> None:
     FactVersion.objects.create(
         tenant_id=fact.tenant_id, end_user_id=fact.end_user_id, fact_id=fact.id,
-        version=fact.version, event=event, content=fact.content, actor=actor,
+        version=fact.version, event=event,
+        content=fact.content if content is None else content, actor=actor,
         related_fact_id=related, at=fact.updated_at,
     )
 
@@ -230,12 +232,15 @@ def _triple_kept_true(fact: Fact) -> None:
 
 
 def fact_delete(*, end_user: EndUser, fact: Fact, actor: str, expected_version: int | None = None) -> None:
-    """Delete a fact. Its history stays (unreachable, like the fact) until the person is
-    forgotten, and augmentation's keys for it stay too, so it is not learnt again."""
+    """Delete a fact. Its history stays, as what happened and when (the person's download
+    shows it), but without the fact's text: every version of it is blanked, so deleting "I'm
+    pregnant" leaves no copy of it behind (it stayed in the history until the person was
+    forgotten). Augmentation's keys for it stay too, so it is not learnt again."""
     _version_check(fact, expected_version)
     fact.version += 1
     fact.updated_at = timezone.now()
-    _history(fact, FactEvent.DELETED, actor)
+    FactVersion.objects.filter(end_user_id=fact.end_user_id, fact_id=fact.id).update(content="")
+    _history(fact, FactEvent.DELETED, actor, content="")
     Fact.objects.filter(id=fact.id).delete()
     _changed(fact, user_id=end_user.user_id, actor=actor, change=FactEvent.DELETED)
 

@@ -111,9 +111,24 @@ def test_delete_honours_if_match_and_hides_the_history(acme) -> None:
     assert acme.client.delete(url).status_code == 404
     assert acme.client.patch(url, {"confidence": 1.0}, format="json").status_code == 404
     assert [e["change"] for e in fact_events(acme)] == ["created", "deleted"]
-    with tenant_context(acme.tenant.id):  # kept for audit until forget-everything
+    with tenant_context(acme.tenant.id):  # what happened, kept until forget-everything
         assert list(FactVersion.objects.values_list("event", flat=True).order_by("id")) == [
             "created", "deleted"]
+
+
+def test_a_deleted_fact_leaves_no_copy_of_its_text(acme) -> None:
+    """Its history stayed with every version's text until the person was forgotten, and the
+    person's download showed it: deleting "User is pregnant" kept it. The events stay, as what
+    happened and when, without the text."""
+    fact = create(acme, "User is pregnant")
+    url = f"{FACTS}/{fact['id']}"
+    acme.client.patch(url, {"content": "User is pregnant with twins"}, format="json")
+    assert acme.client.delete(url).status_code == 204
+    export = acme.client.get("/api/v1/users/alice/export").content.decode()
+    assert "pregnant" not in export
+    with tenant_context(acme.tenant.id):
+        rows = list(FactVersion.objects.values_list("event", "content").order_by("id"))
+    assert rows == [("created", ""), ("updated", ""), ("deleted", "")]
 
 
 @pytest.mark.parametrize(("content", "code"), [
