@@ -141,6 +141,9 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "memoryhub.web.context_processors.page_chrome",
             ],
+            # The pages' filters live with the pages (memoryhub.web), not in a templatetags
+            # package of the memoryhub app, which would sit outside the import layers.
+            "libraries": {"shown": "memoryhub.web.template_filters"},
         },
     },
 ]

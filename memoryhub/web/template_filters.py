@@ -1,4 +1,4 @@
-"""Template filters of the pages (``{% load shown %}``)."""
+"""Template filters of the pages (``{% load shown %}``: settings.TEMPLATES' libraries)."""
 
 from __future__ import annotations
 
