@@ -16,7 +16,7 @@ person's write lock, then the conversation's row, applies each candidate
 (``memoryhub.services.facts.fact_learn``: stable keys, merges, near-duplicate merges by
 embedding, invalidation; the candidates are embedded with the configured provider first,
 in one call), stores the
-rolling summary unless the app set one (an app's summary wins: ``Conversation.summary_by``)
+rolling summary unless the app or the person set one (theirs wins: ``Conversation.summary_by``)
 and moves the cursor. If the cursor moved meanwhile (another run read those messages), it
 writes nothing. A run that fails changes nothing and leaves the cursor where it was, for the
 retry; after the last retry the failure is recorded (``augmentation_failure_record``) for
@@ -60,6 +60,7 @@ AUGMENT_BATCH = 200  # messages per run's transaction; the task loops until fewe
 KNOWN_FACTS = 30  # of the person's facts most like the new messages, in the openai prompt
 KEPT_FAILURES = 200  # the tenant's latest failures kept for the dashboard
 MAX_ERROR_CHARS = 1000
+SUMMARY_WRITERS = (Actor.APP, Actor.USER)  # whose summary augmentation leaves as it is
 
 
 def augmentation_schedule(*, tenant_id: int, conversation_id: UUID) -> None:
@@ -200,9 +201,10 @@ def augmentation_apply(batch: Batch, extraction: Extraction) -> int:
         fact_learn(end_user=end_user, candidate=candidate, vector=vector,
                    conversation_id=str(conversation.id), process=conversation.process)
     changed = ["augmented_seq"]
-    if (extraction.summary is not None and conversation.summary_by != Actor.APP
+    if (extraction.summary is not None and conversation.summary_by not in SUMMARY_WRITERS
             and extraction.summary != conversation.summary):
-        # An app's summary wins: augmentation writes its own only until the app sets one.
+        # An app's or the person's summary wins: augmentation writes its own only until
+        # either sets one.
         # The same text again (the same messages read twice) changes nothing, its time included.
         conversation.summary = extraction.summary
         conversation.summary_by = Actor.AUGMENTATION

@@ -28,7 +28,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memoryhub.capture_policy import CapturePolicy, dropped_reason, policy_for, redacted
-from memoryhub.errors import MemoryDisabled, MemoryRefusal
+from memoryhub.errors import MemoryDisabled, MemoryRefusal, VersionMismatch
 from memoryhub.identifiers import USER_ID_RULE, is_user_id
 from memoryhub.models import Actor, Conversation, EndUser, Message, MessageRole
 from memoryhub.selectors.conversations import conversation_find
@@ -36,7 +36,7 @@ from memoryhub.selectors.documents import memory_disabled_reason
 from memoryhub.services.augmentation import augmentation_schedule
 from memoryhub.services.documents import end_user_get_or_create
 from memoryhub.services.events import conversation_deleted_event
-from memoryhub.services.facts import facts_sources_drop
+from memoryhub.services.facts import UNSET, facts_sources_drop
 from memoryhub.services.metadata import metadata_checked, metadata_rewritten
 from memoryhub.services.passages import record_embedding_schedule
 from memoryhub.store.conversations import capture_state, messages_store
@@ -290,20 +290,26 @@ def _append(
 
 
 def conversation_summary_put(
-    *, tenant: Tenant, end_user: EndUser | None, conversation_id: str, summary: object
+    *, tenant: Tenant, end_user: EndUser | None, conversation_id: str, summary: object,
+    actor: str = Actor.APP, seen: Any = UNSET,
 ) -> Conversation:
-    """Replace the conversation's rolling summary (redacted like a captured message)."""
+    """Replace the conversation's rolling summary (redacted like a captured message; empty
+    clears it). ``actor``: the app (the API) or the person (their page); either's summary
+    wins over augmentation's from then on. ``seen``: the ``summary_updated_at`` the person's
+    page showed; a summary changed since is ``VersionMismatch``, and nothing is written."""
     text = _text_checked(summary, "summary")
     if len(text.encode("utf-8")) > MAX_SUMMARY_BYTES:
         raise CaptureRefusal("summary_too_large",
                              f"summary is at most {MAX_SUMMARY_BYTES} bytes.", http_status=422)
     conversation = _locked_conversation(end_user, conversation_id)
+    if seen is not UNSET and conversation.summary_updated_at != seen:
+        raise VersionMismatch("The summary changed since it was shown.")
     reason = memory_disabled_reason(tenant=tenant, end_user=end_user, profile=conversation.profile or None)
     if reason is not None:
         raise MemoryDisabled(f"Memory is disabled {reason}; the summary was not stored.")
     conversation.summary, _ = redacted(tenant_capture_policy(tenant), text)
     conversation.summary_updated_at = timezone.now()
-    conversation.summary_by = Actor.APP  # from now on augmentation keeps its summary out
+    conversation.summary_by = actor  # from now on augmentation keeps its summary out
     conversation.save(update_fields=["summary", "summary_updated_at", "summary_by"])
     return conversation
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -298,6 +299,26 @@ class RoleForm(forms.Form):
 
 class PeopleSearchForm(forms.Form):
     q = forms.CharField(label="Search by user id", required=False, max_length=128)
+
+
+class SummaryEditForm(forms.Form):
+    """A conversation's summary as the person writes it (empty: no summary), and when the
+    summary the form was rendered with was written (empty: there was none): the save
+    refuses if it changed since."""
+
+    summary = forms.CharField(required=False, strip=True,
+                              widget=forms.Textarea(attrs={"rows": 3}))
+    seen = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def clean_summary(self) -> str:
+        return _lf(self.cleaned_data["summary"])
+
+    def clean_seen(self) -> datetime | None:
+        seen = self.cleaned_data["seen"]
+        try:
+            return datetime.fromisoformat(seen) if seen else None
+        except ValueError:
+            raise forms.ValidationError("Open the conversation again to edit its summary.") from None
 
 
 class FactEditForm(forms.Form):

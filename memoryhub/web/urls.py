@@ -17,6 +17,8 @@ person_urls = [
          {"folded": True}, name="conversation_fold"),
     path("conversations/<uuid:conversation_id>/delete", person.conversation_delete_view,
          name="conversation_delete"),
+    path("conversations/<uuid:conversation_id>/summary", person.conversation_summary,
+         name="conversation_summary"),
     path("facts/<uuid:fact_id>/", person.fact_show, name="fact_show"),
     path("facts/<uuid:fact_id>/edit", person.fact_edit, name="fact_edit"),
     path("facts/<uuid:fact_id>/invalidate", person.fact_invalidate, name="fact_invalidate"),

@@ -55,6 +55,7 @@ PERSON_ACTIONS = [
     ("web:conversation_open", "GET", Conversation, {}),
     ("web:conversation_fold", "GET", Conversation, {}),
     ("web:conversation_delete", "POST", Conversation, {}),
+    ("web:conversation_summary", "POST", Conversation, {"summary": "stolen"}),
     ("web:fact_show", "GET", Fact, {}),
     ("web:fact_edit", "GET", Fact, {}),
     ("web:fact_edit", "POST", Fact, {"content": "stolen"}),

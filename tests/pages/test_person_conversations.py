@@ -21,6 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from playwright.sync_api import expect
 
 from memoryhub.models import Conversation, Message
+from memoryhub.tasks import augment_conversation
 from tenants.context import tenant_context
 from tests.pages.browser import Api, shot
 from tests.pages.conftest import person, person_url, signed_in, write
@@ -241,6 +242,12 @@ def test_the_person_reads_their_conversations(pages, api, globex, live_server) -
         "aria-expanded", "true")
     assert page.url == url_before  # htmx swapped the conversation in place
     shot(page, "person-conversation-open")
+    build.get_by_text("Edit the summary…").click()
+    build.get_by_label("Summary of this conversation (empty: none)").fill("The patch was stale.")
+    build.get_by_role("button", name="Save the summary").click()
+    expect(page.locator("#notice")).to_have_text("Summary saved.")
+    expect(build.locator(".conversation-summary")).to_have_text("Summary: The patch was stale.")
+    assert page.url == url_before
     build.get_by_role("link", name="Session s-build").click()
     expect(build.locator(".turn-text")).to_have_count(2)
 
@@ -438,3 +445,40 @@ def test_an_opened_conversation_shows_what_the_app_stored_with_each_message(alic
         assert "<dt>tags</dt><dd>[1, &quot;a&quot;]</dd>" in shown
     folded = client.get(person_url(end_user)).content.decode()
     assert "turn-details" not in folded  # the list's previews stay short
+
+
+def _seen(html: str) -> str:
+    return re.search(r'name="seen" value="([^"]*)"', html).group(1)
+
+
+def test_the_person_edits_and_clears_a_conversations_summary(alice, acme) -> None:
+    """A summary was stored about the person (an app's or augmentation's) and shown, but only
+    deleting the whole conversation removed it. Now the opened conversation edits it, with
+    htmx or without, as an app's PUT .../summary does (actor user: augmentation leaves it);
+    a summary changed since the page showed it is not overwritten."""
+    end_user, client, ids = alice
+    oldest = ids["oldest"]
+    url = person_url(end_user, "web:conversation_summary", conversation_id=oldest)
+    opened = client.get(person_url(end_user, "web:conversation_open",
+                                   conversation_id=oldest)).content.decode()
+    assert "Edit the summary…" in opened and ">Fixed the red build.</textarea>" in opened
+    seen = _seen(opened)
+    saved = client.post(url, {"summary": "A stale patch broke the build.", "seen": seen,
+                              "page": "1"})
+    assert saved.status_code == 302 and saved["Location"].endswith(f"?page=1#conv-{oldest}")
+    api = acme.client.get(f"/api/v1/users/alice/conversations/{oldest}").json()
+    assert api["summary"] == "A stale patch broke the build."
+    augment_conversation(tenant_id=acme.tenant.id, conversation_id=oldest)  # its own summary
+    api = acme.client.get(f"/api/v1/users/alice/conversations/{oldest}").json()
+    assert api["summary"] == "A stale patch broke the build."  # the person's wins
+    # The page showed the old summary: the save is refused, the newer one shown, the text kept.
+    stale = client.post(url, {"summary": "Mine", "seen": seen}, **HTMX)
+    html = stale.content.decode()
+    assert stale.status_code == 409 and "changed after the page showed it" in html
+    assert ">A stale patch broke the build.</textarea>" in html and "Mine" in html
+    cleared = client.post(url, {"summary": "  ", "seen": _seen(html)}, **HTMX)
+    assert cleared.status_code == 200 and "Summary cleared." in cleared.content.decode()
+    assert "Write a summary…" in cleared.content.decode()
+    assert acme.client.get(f"/api/v1/users/alice/conversations/{oldest}").json()["summary"] == ""
+    with tenant_context(acme.tenant.id):
+        assert Conversation.objects.get(id=oldest).summary_by == "user"

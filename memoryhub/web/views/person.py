@@ -36,7 +36,11 @@ from memoryhub.selectors.conversations import (
 from memoryhub.selectors.documents import end_user_find
 from memoryhub.selectors.facts import fact_find
 from memoryhub.selectors.people import end_user_export
-from memoryhub.services.conversations import ConversationNotFound, conversation_delete
+from memoryhub.services.conversations import (
+    ConversationNotFound,
+    conversation_delete,
+    conversation_summary_put,
+)
 from memoryhub.services.documents import document_put, document_remove
 from memoryhub.services.facts import fact_delete, fact_update
 from memoryhub.services.people import end_user_forget, end_user_memory_set, session_forget
@@ -53,6 +57,7 @@ from memoryhub.web.forms import (
     ForgetForm,
     MemorySwitchForm,
     SessionDeleteForm,
+    SummaryEditForm,
 )
 from memoryhub.web.http import HtmxHttpRequest
 from memoryhub.web.partials import is_partial_request, render_page
@@ -372,18 +377,21 @@ def _conversation_or_gone(access: PersonAccess, conversation_id: UUID, *,
 
 
 def _conversation(request: HtmxHttpRequest, access: PersonAccess, run: ConversationRun,
-                  *, is_open: bool, at: int, focus_messages: bool = False) -> HttpResponse:
+                  *, is_open: bool, at: int, focus_messages: bool = False, status: int = 200,
+                  **extra: Any) -> HttpResponse:
     """One conversation, folded (its first messages) or open (a page of its messages): its
     partial, or the page around it, showing it alone. ``focus_messages``: the messages shown
-    take focus (the link pressed went with the swap)."""
+    take focus (the link pressed went with the swap). ``extra``: a notice, with the notice's
+    partial."""
     context = _context(access, run=run, is_open=is_open, focus_run=run if is_open else None,
                        conversation_list=ConversationList(page=None, runs=[run], at=at),
-                       focus_messages=focus_messages)
+                       focus_messages=focus_messages, **extra)
     if is_open:
         later = run.last_seq + 1 if run.has_later else None
         earlier = max(1, run.first_seq - MESSAGES_PAGE) if run.has_earlier else None
         context.update(earlier_start=earlier, later_start=later)
-    return render_page(request, TEMPLATE, context, partials=["conversation"])
+    partials = ["conversation", "notice"] if "notice" in extra else ["conversation"]
+    return render_page(request, TEMPLATE, context, partials=partials, status=status)
 
 
 @person_page
@@ -406,6 +414,55 @@ def conversation_show(
     # folds, does not and keeps focus itself (htmx finds its id again).
     paged = is_partial_request(request) and "start" in request.GET
     return _conversation(request, access, run, is_open=not folded, at=at, focus_messages=paged)
+
+
+SUMMARY_STALE = ("This summary changed after the page showed it, so your edit was not saved. "
+                 "It is shown as it is now; your text is below, to edit it again.")
+
+
+@person_page
+@require_POST
+@_answers_gone
+def conversation_summary(
+    request: HtmxHttpRequest, access: PersonAccess, conversation_id: UUID
+) -> HttpResponse:
+    """The person writes or clears a conversation's summary, as an app's PUT .../summary
+    does (actor ``user``; augmentation then leaves it as it is); refused when the summary
+    changed since the page showed it. The conversation comes back open, with a notice."""
+    _conversation_or_gone(access, conversation_id)
+    at, _ = _place(request.POST)
+    form = SummaryEditForm(request.POST)
+    failure, status = _summary_saved(access, conversation_id, form)
+    conversation = _conversation_or_gone(access, conversation_id)
+    if failure is None:
+        notice = "Summary saved." if conversation.summary else "Summary cleared."
+        if not is_partial_request(request):
+            messages.success(request, notice)
+            return redirect(f"{_person_url(access)}conversations/{conversation.pk}/"
+                            f"?page={at}#conv-{conversation.pk}")
+    run = conversation_run(conversation=conversation, first_seq=1, limit=MESSAGES_PAGE)
+    return _conversation(request, access, run, is_open=True, at=at, status=status,
+                         notice=failure or notice, notice_error=failure is not None,
+                         notice_kept=form.data.get("summary") if failure else None)
+
+
+def _summary_saved(access: PersonAccess, conversation_id: UUID,
+                   form: SummaryEditForm) -> tuple[str | None, int]:
+    """(None, 200) once stored, else (why not, the status)."""
+    if not form.is_valid():
+        return " ".join(str(e) for errors in form.errors.values() for e in errors), 422
+    try:
+        conversation_summary_put(
+            tenant=access.tenant, end_user=access.end_user, conversation_id=str(conversation_id),
+            summary=form.cleaned_data["summary"], actor=Actor.USER,
+            seen=form.cleaned_data["seen"])
+    except ConversationNotFound:
+        raise _Gone("conversations", CONVERSATION_GONE) from None
+    except VersionMismatch:
+        return SUMMARY_STALE, 409
+    except MemoryRefusal as refusal:
+        return refusal.message, 422
+    return None, 200
 
 
 @person_page
