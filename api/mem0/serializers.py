@@ -13,6 +13,7 @@ and are ignored.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -143,11 +144,17 @@ def person_of(body: object) -> object:
         return None
 
 
+# Unix seconds written out: ASCII digits (not any script's, as str.isdigit takes), at most
+# twelve before an optional fraction. Eight digits alone are an ISO 8601 date (20260301), which
+# is read first.
+_UNIX_SECONDS = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?")
+
+
 class TimestampField(serializers.Field):
     """mem0's ``timestamp``, when a memory was stated, as a time: Unix seconds (a number), or
     an ISO 8601 string, which mem0's update documents and its client types
-    (``Union[int, float, str]``). A date alone is its midnight, a time without an offset
-    UTC, as ``get_all``'s dates; anything else is 400."""
+    (``Union[int, float, str]``), or Unix seconds as a string of digits. A date alone is its
+    midnight, a time without an offset UTC, as ``get_all``'s dates; anything else is 400."""
 
     default_error_messages = {"invalid": "Must be a Unix time in seconds or an ISO 8601 date "
                                          "or time, such as 2026-11-06T17:02:11Z."}
@@ -161,6 +168,8 @@ class TimestampField(serializers.Field):
             found = _iso_moment(data)
             if found is not None:
                 return found[0]
+            if _UNIX_SECONDS.fullmatch(data):  # "1772323200": a number a client sent as text
+                return self.to_internal_value(float(data))
         self.fail("invalid")
 
     def to_representation(self, value: datetime) -> str:

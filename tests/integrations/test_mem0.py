@@ -276,7 +276,9 @@ def test_timestamp_may_be_an_iso_8601_string(live_server) -> None:
         assert valid_at() == "2026-05-01T00:00:00Z"
         client.update(added["id"], timestamp=1772323200.5)  # Unix seconds, as before
         assert valid_at() == "2026-03-01T00:00:00.500000Z"
-    for wrong in ("last week", "9999-12-31T23:59:59-01:00", -1, True):
+        client.update(added["id"], timestamp="1772323200")  # the same as digits: it was 400
+        assert valid_at() == "2026-03-01T00:00:00Z"
+    for wrong in ("last week", "9999-12-31T23:59:59-01:00", -1, True, "١٧٧٢٣٢٣٢٠٠", "1e9"):
         with pytest.raises(ValidationError, match="timestamp: Must be a Unix time in seconds "
                                                   "or an ISO 8601 date or time"):
             client.update(added["id"], timestamp=wrong)
