@@ -1,8 +1,9 @@
 """gunicorn in production: ``gunicorn -c deploy/gunicorn.conf.py memoryhub.wsgi:application``.
 
 The systemd unit, the container and ``make run`` start the server with this file; everything
-it sets comes from the environment (README "Configuration"), and command-line options
-override it. Why gthread workers: README "An external PostgreSQL and Redis".
+it sets comes from the environment (README "Observability": WEB_BIND, WEB_WORKERS,
+WEB_THREADS), and command-line options override it. Why gthread workers: README "An external
+PostgreSQL and Redis".
 """
 
 from __future__ import annotations
